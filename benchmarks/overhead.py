@@ -6,7 +6,9 @@ same run. Sweeper's side is the real path: `create_sweep` and `run_sweep`, so th
 searcher, the per-study ASHA (its grace period is the whole trial, so no trial is cut and both
 sides do the same work), the SQLite study database and MLflow tracking are all in the figures.
 
-Per-trial overhead is (sweeper − Optuna) / trials, the measure the issue's baseline uses. The
+Per-trial overhead is (sweeper − Optuna) / trials, the measure the issue's baseline uses.
+*warm* is the ratio without the start-up, i.e. once the trial processes have started and
+imported torch and Ray Tune (which the in-process baseline did before it was timed). The
 sweeper wall time is split by the trials' own timestamps into start-up (until the first trial
 starts), the gaps between consecutive trials in one worker process, and the tail. Ray's start
 is printed apart: a sweep pays it once.
@@ -14,6 +16,7 @@ is printed apart: a sweep pays it once.
     python benchmarks/overhead.py                  # 20 trials of 0.1 s and of 1 s, concurrency 1 and 2
     python benchmarks/overhead.py --quick          # 8 and 4 trials
     python benchmarks/overhead.py --work compute   # matrix products instead of sleep
+    python benchmarks/overhead.py --seconds 1 --concurrency 1   # one configuration
     python benchmarks/overhead.py --profile 15     # also the driver's 15 costliest functions
     python benchmarks/overhead.py --gpu-packing    # trials/hour at 1, 2, 4, 8 trials per GPU
 """
@@ -156,18 +159,20 @@ def overhead(args: argparse.Namespace) -> None:
     print(f"Ray start: {time.perf_counter() - started:.2f} s (once per sweep, not in the figures below)")
     print(f"machine: {os.cpu_count()} CPUs, Ray sees {ray.cluster_resources().get('CPU', 0):g}")
     counts = {0.1: 8, 1.0: 4} if args.quick else {0.1: args.trials, 1.0: args.trials}
+    counts = {seconds: n for seconds, n in counts.items() if seconds in args.seconds}
     print(
-        f"{'work':>6} {'conc':>4} {'trials':>6} {'optuna s':>9} {'sweeper s':>9} {'ratio':>6} "
+        f"{'work':>6} {'conc':>4} {'trials':>6} {'optuna s':>9} {'sweeper s':>9} {'ratio':>6} {'warm':>5} "
         f"{'overhead/trial':>14} {'register':>8} {'startup':>7} {'gap':>6} {'tail':>5} {'procs':>5}"
     )
     for seconds, trials in counts.items():
         settings = work_settings(args.work, seconds)
-        for concurrency in (1, 2):
+        for concurrency in args.concurrency:
             baseline = optuna_loop(settings, trials, concurrency)
             wall, parts = sweeper_run(settings, trials, concurrency, args.profile)
             print(
                 f"{seconds:>5g}s {concurrency:>4} {trials:>6} {baseline:>9.2f} {wall:>9.2f} "
-                f"{wall / baseline:>6.2f} {(wall - baseline) / trials:>12.2f} s {parts['register']:>8.2f} "
+                f"{wall / baseline:>6.2f} {(wall - parts['startup']) / baseline:>5.2f} "
+                f"{(wall - baseline) / trials:>12.2f} s {parts['register']:>8.2f} "
                 f"{parts['startup']:>7.2f} {parts['gap']:>6.2f} {parts['tail']:>5.2f} {parts['processes']:>5.0f}",
                 flush=True,
             )
@@ -224,6 +229,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer trials")
     parser.add_argument("--trials", type=int, default=20, help="trials per configuration")
     parser.add_argument("--work", choices=("sleep", "compute"), default="sleep")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        nargs="+",
+        choices=(0.1, 1.0),
+        default=[0.1, 1.0],
+        help="trial lengths to run",
+    )
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2], help="trials at a time")
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="print the driver's N costliest functions"
     )

@@ -6,6 +6,7 @@ is wrong, before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -345,34 +346,60 @@ def export(sweep: str, storage: str | None, out: Path, fmt: str) -> None:
 def ui(sweep: str | None, storage: str | None, host: str, port: int, dashboard_port: int) -> None:
     """Serve the MLflow UI on SWEEP's tracking store (and optuna-dashboard on its studies, if installed)."""
     import shutil
-    import subprocess
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
     uri = resolve_tracking_uri(record.tracking_uri or default_tracking_uri())
-    processes = []
+    commands = []
     suffix = f"/#/experiments/{record.mlflow_experiment_id}" if record.mlflow_experiment_id else ""
     if uri.startswith(("http://", "https://")):
         click.echo(f"MLflow UI: {uri.rstrip('/')}{suffix}")
     else:
         command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
-        processes.append(subprocess.Popen([*command, "--host", host, "--port", str(port)]))
+        commands.append([*command, "--host", host, "--port", str(port)])
         click.echo(f"MLflow UI: http://{host}:{port}{suffix}")
     dashboard = shutil.which("optuna-dashboard")
     if dashboard:
-        args = [dashboard, store.url, "--host", host, "--port", str(dashboard_port)]
-        processes.append(subprocess.Popen(args))
+        commands.append([dashboard, store.url, "--host", host, "--port", str(dashboard_port)])
         click.echo(f"Optuna dashboard: http://{host}:{dashboard_port}")
     else:
         click.echo("Optuna dashboard: not installed (pip install optuna-dashboard)")
-    if not processes:
-        return
+    if commands:
+        _serve_until_stopped(commands)
+
+
+def _serve_until_stopped(commands: list[list[str]]) -> None:
+    """Run the servers until Ctrl-C or SIGTERM, then stop them with all their workers.
+
+    `mlflow server` forks uvicorn workers: each server gets a process group of its own, and the
+    whole group is stopped, so no server outlives the command that started it.
+    """
+    import os
+    import signal
+    import subprocess
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    processes = []
     try:
+        processes = [subprocess.Popen(c, start_new_session=True) for c in commands]
         for process in processes:
             process.wait()
     except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
         for process in processes:
-            process.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
 
 def format_mean_std(mean: float | None, std: float | None) -> str:

@@ -31,7 +31,7 @@ from sweeper.launch import (
     start_ray,
 )
 from sweeper.progress import progress_table
-from sweeper.search import Progress, ResultRecorder, TrialOutcome, run_params, trial_seed
+from sweeper.search import RUN_ID_WAIT_S, Progress, ResultRecorder, TrialOutcome, run_params, trial_seed
 from sweeper.spec import SweepSpec, parse_spec, trial_config
 from sweeper.store import DEFAULT_HOME, ConfirmationRecord, Store, StudyRecord, SweepRecord, now
 from sweeper.tracking import Tracker
@@ -131,9 +131,9 @@ class ConfirmationSearcher(ResultRecorder):
             return Searcher.FINISHED
         job = self._pending.popleft()
         config = trial_config(self.spec, job.study.model, job.params, job.seed)
-        run_id = None
+        run = None
         if self.tracker is not None and self.experiment_id and job.study.mlflow_parent_run_id:
-            run_id = self.tracker.start_trial(
+            run = self.tracker.start_trial(
                 self.experiment_id,
                 job.study.mlflow_parent_run_id,
                 job.study.study_name,
@@ -144,8 +144,8 @@ class ConfirmationSearcher(ResultRecorder):
                 role="confirmation",
                 extra_tags={"seed": str(job.seed)},
             )
-        self._update(job, status="running", mlflow_run_id=run_id)
-        self._live[trial_id] = (job, self.new_progress(config, run_id))
+        self._update(job, status="running")
+        self._live[trial_id] = (job, self.new_progress(config, run))
         return config
 
     def progress_of(self, trial_id: str) -> Progress | None:
@@ -174,8 +174,9 @@ class ConfirmationSearcher(ResultRecorder):
             self._finish(job, progress, "INTERRUPTED", reason)
 
     def _finish(self, job: Job, progress: Progress, outcome: TrialOutcome, reason: str | None) -> None:
+        run = {"mlflow_run_id": progress.run.id(timeout=RUN_ID_WAIT_S)} if progress.run is not None else {}
         if outcome == "INTERRUPTED":
-            self._update(job, status="pending", message=reason)
+            self._update(job, status="pending", message=reason, **run)
         elif outcome == "COMPLETE":
             self._counts[job.study.model]["complete"] += 1
             self._update(
@@ -184,14 +185,15 @@ class ConfirmationSearcher(ResultRecorder):
                 objective=progress.best,
                 metrics_json=json.dumps(progress.metrics, sort_keys=True),
                 ended_at=now(),
+                **run,
             )
         else:
             self._counts[job.study.model]["fail"] += 1
-            self._update(job, status="failed", message=reason, ended_at=now())
+            self._update(job, status="failed", message=reason, ended_at=now(), **run)
         if self.tracker is not None:
             state = {"COMPLETE": "COMPLETE", "FAIL": "FAIL"}.get(outcome, "FAIL")
             self.tracker.finish_trial(
-                progress.run_id, state, progress.best if outcome == "COMPLETE" else None, reason
+                progress.run, state, progress.best if outcome == "COMPLETE" else None, reason
             )
 
     def _update(self, job: Job, **values: Any) -> None:
@@ -321,6 +323,7 @@ def run_confirmation(
         searcher.abandon_running(searcher.stop_reason or message or "the confirmation stopped")
         if searcher.stop_reason and searcher.stop_reason.startswith(INTERRUPTED):
             status, message = INTERRUPTED, searcher.stop_reason
+        searcher.flush_tracking()
     if tracker is not None:
         _summarize_confirmations(tracker, store, record, spec)
     return Outcome(record.name, status, message), notes

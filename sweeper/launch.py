@@ -392,6 +392,7 @@ def run_sweep(
     start_ray(address, verbose)
     started = time.monotonic()
     deadline = None if remaining_time is None else started + remaining_time
+    driver_died = record.status == "running"  # its last MLflow writes may never have been made
     store.update_sweep(record.id, status="running", started_at=record.started_at or now(), message=None)
 
     def render() -> Any:
@@ -421,6 +422,7 @@ def run_sweep(
             status, message = INTERRUPTED, searcher.stop_reason
         elif searcher.stop_reason:
             message = searcher.stop_reason
+        searcher.flush_tracking()
         try:
             store.update_sweep(
                 record.id,
@@ -432,23 +434,25 @@ def run_sweep(
             if tracker is not None:
                 _summarize_parents(tracker, plans)
                 if tracker.missed or record.mlflow_experiment_id is None:
-                    catch_up_mlflow(store, record)
+                    catch_up_mlflow(store, record, "MLflow was unavailable during the sweep")
+                elif driver_died:
+                    catch_up_mlflow(
+                        store, record, "the previous driver stopped without finishing its MLflow writes"
+                    )
         except DATABASE_ERRORS as exc:  # its trials are safe; resume reconciles the rest
             log.error("could not record how sweep %s ended: %s", record.name, exc)
     return Outcome(record.name, status, message)
 
 
-def catch_up_mlflow(store: Store, record: SweepRecord) -> None:
-    """After a tracking outage, back-fill MLflow from the studies once; say so if it fails."""
+def catch_up_mlflow(store: Store, record: SweepRecord, why: str) -> None:
+    """Back-fill MLflow from the studies once (after an outage or a dead driver); say so if it fails."""
     from sweeper.sync import sync_mlflow
 
     try:
         counts = sync_mlflow(
             store, store.get_sweep(record.name), Tracker(resolve_tracking_uri(record.tracking_uri))
         )
-        log.warning(
-            "MLflow was unavailable during the sweep; back-filled %d runs from the studies", counts.created
-        )
+        log.warning("%s; back-filled %d runs from the studies", why, counts.created)
     except Exception as exc:  # a catch-up that fails leaves the sweep intact and says what to run
         log.warning(
             "MLflow is still incomplete (%s); run `sweeper sync-mlflow %s` once it is back",

@@ -29,12 +29,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.space import suggest_params
 from sweeper.spec import SweepSpec, trial_config
-from sweeper.tracking import Tracker
+from sweeper.tracking import RunRef, Tracker, TrialWriter
 from trainables.train import TRAINING
 
 INTERRUPTED_ATTR = "sweeper_interrupted"
 FAIL_REASON_ATTR = "fail_reason"
 FINAL_METRICS_ATTR = "final_metrics"  # the last reported metrics, test split included when complete
+MLFLOW_RUN_ATTR = "mlflow_run_id"
+RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
 TrialOutcome = Literal["COMPLETE", "PRUNED", "FAIL", "INTERRUPTED"]
@@ -106,7 +108,7 @@ class Progress:
     """What one running Tune trial has shown so far."""
 
     iterations: int
-    run_id: str | None
+    run: RunRef | None
     last_step: int = 0
     seconds: float = 0.0  # training time reported so far (Tune's time_total_s)
     best: float | None = None
@@ -121,7 +123,7 @@ class ResultRecorder(Searcher):
         objective = spec.resolved_objective()
         super().__init__(metric=objective.metric, mode=objective.mode)
         self.spec = spec
-        self.tracker = tracker
+        self.tracker = TrialWriter(tracker) if tracker is not None else None
         self.stop_reason: str | None = None
         self.database_retries = 3
         self.database_backoff = 1.0  # seconds, doubled per retry: 1 + 2 + 4 before giving up
@@ -142,8 +144,13 @@ class ResultRecorder(Searcher):
         if progress is not None:
             progress.fail_reason = reason
 
-    def new_progress(self, config: dict[str, Any], run_id: str | None) -> Progress:
-        return Progress(config.get("iterations", TRAINING["iterations"].default), run_id)
+    def new_progress(self, config: dict[str, Any], run: RunRef | None) -> Progress:
+        return Progress(config.get("iterations", TRAINING["iterations"].default), run)
+
+    def flush_tracking(self) -> None:
+        """Wait for the queued MLflow writes: before the sweep's summary, or a test's look."""
+        if self.tracker is not None:
+            self.tracker.flush()
 
     def observe(self, progress: Progress, result: dict[str, Any]) -> tuple[int, float] | None:
         """Take one result; return (step, objective) for a new step with a finite objective.
@@ -163,7 +170,7 @@ class ResultRecorder(Searcher):
             k: v for k, v in result.items() if k not in RAY_KEYS and not k.startswith("config/")
         }
         if self.tracker is not None:
-            self.tracker.log_metrics(progress.run_id, step, progress.metrics)
+            self.tracker.log_metrics(progress.run, step, progress.metrics)
         value = result.get(self.metric)
         if value is None or not math.isfinite(value):
             return None
@@ -275,9 +282,9 @@ class MultiStudySearcher(ResultRecorder):
         seed = trial_seed(self.spec.seed, trial.number)
         trial.set_user_attr("seed", seed)
         config = trial_config(self.spec, plan.model, params, seed)
-        run_id = None
+        run = None
         if self.tracker is not None and self.experiment_id is not None and plan.parent_run_id is not None:
-            run_id = self.tracker.start_trial(
+            run = self.tracker.start_trial(
                 self.experiment_id,
                 plan.parent_run_id,
                 plan.name,
@@ -286,9 +293,7 @@ class MultiStudySearcher(ResultRecorder):
                 trial.number,
                 run_params(config),
             )
-            if run_id is not None:
-                trial.set_user_attr("mlflow_run_id", run_id)
-        self._live[trial_id] = LiveTrial(plan, trial, self.new_progress(config, run_id))
+        self._live[trial_id] = LiveTrial(plan, trial, self.new_progress(config, run))
         plan.running += 1
         return config
 
@@ -359,6 +364,9 @@ class MultiStudySearcher(ResultRecorder):
         value = live.progress.best if state == TrialState.COMPLETE else None
         if live.progress.metrics:
             live.trial.set_user_attr(FINAL_METRICS_ATTR, live.progress.metrics)
+        run_id = live.progress.run.id(timeout=RUN_ID_WAIT_S) if live.progress.run is not None else None
+        if run_id is not None:
+            live.trial.set_user_attr(MLFLOW_RUN_ATTR, run_id)
         plan.study.tell(live.trial, value, state=state, skip_if_finished=True)
         plan.running -= 1
         if outcome != "INTERRUPTED":
@@ -367,7 +375,7 @@ class MultiStudySearcher(ResultRecorder):
             plan.seconds += live.progress.seconds
         plan.best = self.better(plan.best, value)
         if self.tracker is not None:
-            self.tracker.finish_trial(live.progress.run_id, state.name, value, reason)
+            self.tracker.finish_trial(live.progress.run, state.name, value, reason)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per-study progress for the live display."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,65 @@ class Tracker:
 
     def end_parent(self, run_id: str, status: str = "FINISHED") -> None:
         self.call("set_terminated", self.client.set_terminated, run_id, status)
+
+
+class RunRef:
+    """A trial's MLflow run, which the writer thread may still be creating."""
+
+    def __init__(self, future: Future[str | None]) -> None:
+        self._future = future
+
+    def id(self, timeout: float | None = None) -> str | None:
+        """The run id; None when MLflow refused the run or has not created it within `timeout`."""
+        try:
+            return self._future.result(timeout)
+        except Exception:  # a timeout, or a failure the writer thread has already logged
+            return None
+
+
+class TrialWriter:
+    """A sweep's per-trial MLflow writes, in order, on one thread of their own.
+
+    Each write is an SQL commit or an HTTP request of 10-20 ms; made on the driver, they sit
+    between one trial's end and the next one's start, and between a trial's report and its next
+    step (Tune holds a reporting trial until the driver has taken the result). The studies stay
+    the record of truth, written on the driver; MLflow only trails them by its queue.
+    """
+
+    def __init__(self, tracker: Tracker) -> None:
+        self.tracker = tracker
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweeper-mlflow")
+
+    def _submit(self, what: str, fn: Callable[[], Any]) -> Future[Any]:
+        def guarded() -> Any:
+            try:
+                return fn()
+            except Exception as exc:  # a tracking bug must not cost a trial either
+                log.warning("MLflow %s failed: %s", what, scrub(str(exc), self.tracker.tracking_uri))
+                raise
+
+        return self._pool.submit(guarded)
+
+    def start_trial(self, *args: Any, **kwargs: Any) -> RunRef:
+        """`Tracker.start_trial`, queued: the run id comes later through the returned `RunRef`."""
+        return RunRef(self._submit("create_run", lambda: self.tracker.start_trial(*args, **kwargs)))
+
+    def log_metrics(self, run: RunRef | None, step: int, metrics: Mapping[str, float]) -> None:
+        if run is not None:
+            values = dict(metrics)
+            self._submit("log_batch", lambda: self.tracker.log_metrics(run.id(), step, values))
+
+    def finish_trial(self, run: RunRef | None, state: str, value: float | None, reason: str | None) -> None:
+        if run is not None:
+            self._submit("finish", lambda: self.tracker.finish_trial(run.id(), state, value, reason))
+
+    def flush(self) -> None:
+        """Wait until every queued write has been made (or has failed and been counted)."""
+        self._pool.submit(lambda: None).result()
+
+    @property
+    def missed(self) -> int:
+        return self.tracker.missed
 
 
 def _is_number(value: Any) -> bool:

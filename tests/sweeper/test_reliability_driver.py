@@ -10,6 +10,7 @@ import time
 
 import psutil
 import pytest
+from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
 from sweeper.search import FAIL_REASON_ATTR, INTERRUPTED_ATTR
@@ -74,3 +75,12 @@ def test_driver_sigkill_then_resume(tmp_path):
     store = Store(url)
     assert store.get_sweep("killed-1").status == "finished"
     store.dispose()
+
+    # MLflow writes the killed driver still had queued are back-filled: every trial has its run, in its state
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("killed-1")
+    runs = client.search_runs([experiment.experiment_id], "tags.`sweeper.role` = 'trial'", max_results=1000)
+    states = {
+        (r.data.tags["model"], int(r.data.tags["optuna.trial_number"])): r.data.tags["state"] for r in runs
+    }
+    assert states == {(m, t.number): t.state.name for m, ts in final.items() for t in ts}

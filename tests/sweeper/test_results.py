@@ -11,6 +11,7 @@ import urllib.request
 
 import optuna
 import pandas as pd
+import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -151,9 +152,13 @@ def test_ui_serves_the_experiment_parents_and_nested_trials(finished_sweep):
         assert all(child["mlflow.parentRunId"] in parent_ids for child in children)
         for parent in parents:
             assert "best_objective" in {m["key"] for m in parent["data"]["metrics"]}
+        servers = psutil.Process(process.pid).children(recursive=True)
+        assert servers, "the MLflow server runs in processes of its own"
     finally:
-        process.terminate()
+        process.terminate()  # as a process manager stops it: SIGTERM
         process.wait(timeout=30)
+    _, alive = psutil.wait_procs(servers, timeout=30)
+    assert not alive, f"servers outlived `sweeper ui`: {[p.cmdline() for p in alive]}"
 
 
 def test_report_writes_files_and_logs_them_to_mlflow(finished_sweep, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import optuna
 import pytest
@@ -54,7 +55,7 @@ def test_suggest_gives_each_model_only_its_parameters_and_a_recorded_seed():
     assert config["seed"] == trial_seed(0, 0)
     study = next(p.study for p in plans if p.model == config["model"])
     assert study.trials[0].user_attrs["seed"] == config["seed"]
-    assert study.trials[0].user_attrs["mlflow_run_id"] == f"run-{config['model']}-0"
+    searcher.flush_tracking()
     assert tracker.started[0][2]["task.T"] == 6
 
 
@@ -74,6 +75,9 @@ def test_full_run_is_complete_with_the_best_attained_value():
     assert trial.state == TrialState.COMPLETE
     assert trial.value == 0.5
     assert trial.intermediate_values == {10: 0.9, 20: 0.5, 30: 0.7}
+    model = next(p.model for p in plans if p.study.trials)
+    assert trial.user_attrs["mlflow_run_id"] == f"run-{model}-0"
+    searcher.flush_tracking()
     assert tracker.finished[-1][1:3] == ("COMPLETE", 0.5)
     assert [m[1] for m in tracker.metrics] == [10, 20, 30]
 
@@ -86,6 +90,7 @@ def test_stopped_early_by_the_scheduler_is_pruned_with_intermediate_values():
     trial = next(p.study for p in plans if p.study.trials).trials[0]
     assert trial.state == TrialState.PRUNED
     assert trial.intermediate_values == {10: 0.9}
+    searcher.flush_tracking()
     assert tracker.finished[-1][1] == "PRUNED"
 
 
@@ -98,8 +103,35 @@ def test_a_raising_trial_fails_with_its_reason_and_the_search_goes_on():
     assert trial.state == TrialState.FAIL
     assert trial.user_attrs["fail_reason"] == "TrialDiverged: loss nan at step 12"
     assert INTERRUPTED_ATTR not in trial.user_attrs
+    searcher.flush_tracking()
     assert tracker.finished[-1][1] == "FAIL" and "nan" in tracker.finished[-1][3]
     assert isinstance(searcher.suggest("b"), dict)
+
+
+def test_mlflow_writes_run_on_their_own_thread_in_order_while_the_search_goes_on():
+    gate = threading.Event()
+
+    class GatedTracker(RecordingTracker):
+        def start_trial(self, *args):
+            assert gate.wait(30), "the test never opened the gate"
+            self.thread = threading.current_thread()
+            return super().start_trial(*args)
+
+    searcher, plans, _ = make()
+    tracker = GatedTracker()
+    searcher = MultiStudySearcher(searcher.spec, plans, tracker, "exp")
+    config = searcher.suggest("a")  # returns while MLflow has not created the run yet
+    report(searcher, "a", [10, 20], [0.9, 0.5])
+    assert tracker.started == [] and tracker.metrics == []
+    gate.set()
+    searcher.on_trial_complete("a", {"step": 30, "valid_loss": 0.7})
+    searcher.flush_tracking()
+    run = f"run-{config['model']}-0"
+    assert tracker.thread is not threading.current_thread()
+    assert [(m[0], m[1]) for m in tracker.metrics] == [(run, 10), (run, 20), (run, 30)]
+    assert tracker.finished == [(run, "COMPLETE", 0.5, None)]
+    trial = next(p.study for p in plans if p.study.trials).trials[0]
+    assert trial.user_attrs["mlflow_run_id"] == run
 
 
 def test_a_crashed_worker_is_a_failure():

@@ -76,3 +76,14 @@ def test_bad_urls_are_clear_and_never_show_the_password(url, expected):
 
 def test_redact_hides_passwords():
     assert redact("postgresql://alice:s3cret@db/x") == "postgresql://alice:***@db/x"
+
+
+def test_sqlite_commits_in_wal_mode_without_a_sync_per_commit_on_both_engines(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        for engine in (store.engine, store.optuna.engine):
+            with engine.connect() as connection:
+                assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+                assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    finally:
+        store.dispose()
