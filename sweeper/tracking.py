@@ -235,21 +235,27 @@ class TrialWriter:
         return RunRef(self._submit("create_run", lambda: self.tracker.start_trial(*args, **kwargs)))
 
     def log_metrics(self, run: RunRef | None, step: int, metrics: Mapping[str, float]) -> None:
-        if run is not None:
-            values = dict(metrics)
-            self._submit("log_batch", lambda: self.tracker.log_metrics(run.id(), step, values))
+        values = dict(metrics)
+        self._to_run(run, "log_batch", lambda run_id: self.tracker.log_metrics(run_id, step, values))
 
     def finish_trial(self, run: RunRef | None, state: str, value: float | None, reason: str | None) -> None:
-        if run is not None:
-            self._submit("finish", lambda: self.tracker.finish_trial(run.id(), state, value, reason))
+        self._to_run(run, "finish", lambda run_id: self.tracker.finish_trial(run_id, state, value, reason))
+
+    def _to_run(self, run: RunRef | None, what: str, write: Callable[[str], None]) -> None:
+        """Queue a write to `run`, skipped when the run was never created."""
+        if run is None:
+            return
+
+        def when_created() -> None:
+            run_id = run.id()
+            if run_id is not None:
+                write(run_id)
+
+        self._submit(what, when_created)
 
     def flush(self) -> None:
         """Wait until every queued write has been made (or has failed and been counted)."""
         self._pool.submit(lambda: None).result()
-
-    @property
-    def missed(self) -> int:
-        return self.tracker.missed
 
 
 def _is_number(value: Any) -> bool:

@@ -134,6 +134,23 @@ def test_mlflow_writes_run_on_their_own_thread_in_order_while_the_search_goes_on
     assert trial.user_attrs["mlflow_run_id"] == run
 
 
+def test_a_tracker_that_raises_costs_no_trial_and_leaves_no_run_id():
+    class BrokenTracker(RecordingTracker):
+        def start_trial(self, *args):
+            raise RuntimeError("tracking bug")
+
+    searcher, plans, _ = make()
+    tracker = BrokenTracker()
+    searcher = MultiStudySearcher(searcher.spec, plans, tracker, "exp")
+    searcher.suggest("a")
+    report(searcher, "a", [10, 20], [0.9, 0.5])
+    searcher.on_trial_complete("a", {"step": 30, "valid_loss": 0.7})
+    searcher.flush_tracking()
+    trial = next(p.study for p in plans if p.study.trials).trials[0]
+    assert trial.state == TrialState.COMPLETE and "mlflow_run_id" not in trial.user_attrs
+    assert tracker.metrics == [] and tracker.finished == []  # no run, so nothing written to one
+
+
 def test_a_crashed_worker_is_a_failure():
     searcher, plans, _ = make()
     searcher.suggest("a")
