@@ -382,9 +382,10 @@ def _serve_until_stopped(commands: list[list[str]]) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
-    processes = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
-        processes = [subprocess.Popen(c, start_new_session=True) for c in commands]
+        for command in commands:  # one by one: a server that fails to start still stops the others
+            processes.append(subprocess.Popen(command, start_new_session=True))
         for process in processes:
             process.wait()
     except KeyboardInterrupt:
@@ -398,7 +399,8 @@ def _serve_until_stopped(commands: list[list[str]]) -> None:
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
+import psutil
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from sweeper.cli import main
+from sweeper.cli import _serve_until_stopped, main
 from tests.helpers import run_cli, tiny_spec, write_spec
 
 
@@ -190,3 +193,16 @@ def test_data_fetch_into_a_file_is_refused(runner, tmp_path):
     (tmp_path / "afile").write_text("x")
     result = invoke(runner, "data", "fetch", "ptb_char", "--data-dir", str(tmp_path / "afile"))
     assert result.exit_code == 2 and "afile" in result.output
+
+
+def test_a_server_that_fails_to_start_leaves_none_of_the_others_running(tmp_path):
+    marker = tmp_path / "started"
+    first = [
+        sys.executable,
+        "-c",
+        f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(120)",
+    ]
+    with pytest.raises(FileNotFoundError):
+        _serve_until_stopped([first, [str(tmp_path / "no-such-server")]])
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(marker) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
