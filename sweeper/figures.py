@@ -12,7 +12,7 @@ import optuna
 import torch
 from matplotlib.figure import Figure
 
-from sweeper.search import FINAL_METRICS_ATTR
+from sweeper.search import FINAL_METRICS_ATTR, MLFLOW_RUN_ATTR
 from sweeper.spec import SweepSpec
 from sweeper.store import ConfirmationRecord, Store, SweepRecord
 from trainables.registry import TASKS
@@ -101,7 +101,7 @@ def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None
         if not set(DIAGNOSTICS) & set(best.user_attrs.get(FINAL_METRICS_ATTR, {})):
             continue
         for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
-            steps, values = _history(client, best.user_attrs.get("mlflow_run_id"), metric)
+            steps, values = _history(client, best.user_attrs.get(MLFLOW_RUN_ATTR), metric)
             if steps:
                 ax.plot(steps, values, label=study_record.model)
                 drawn = True

@@ -31,14 +31,14 @@ class RecordingTracker:
         self.finished.append((run_id, state, value, reason))
 
 
-def make(trials=3, models=("lstm", "gru")):
+def make(trials=3, models=("lstm", "gru"), tracker=None):
     spec = parse_spec(yaml.safe_dump(tiny_spec(models=models, budget={"trials": trials})), "t.yaml")
     storage = optuna.storages.InMemoryStorage()
     plans = [
         StudyPlan(optuna.create_study(study_name=m, storage=storage), m, f"parent-{m}", trials)
         for m in models
     ]
-    tracker = RecordingTracker()
+    tracker = tracker or RecordingTracker()
     return MultiStudySearcher(spec, plans, tracker, "exp"), plans, tracker
 
 
@@ -117,9 +117,7 @@ def test_mlflow_writes_run_on_their_own_thread_in_order_while_the_search_goes_on
             self.thread = threading.current_thread()
             return super().start_trial(*args)
 
-    searcher, plans, _ = make()
-    tracker = GatedTracker()
-    searcher = MultiStudySearcher(searcher.spec, plans, tracker, "exp")
+    searcher, plans, tracker = make(tracker=GatedTracker())
     config = searcher.suggest("a")  # returns while MLflow has not created the run yet
     report(searcher, "a", [10, 20], [0.9, 0.5])
     assert tracker.started == [] and tracker.metrics == []
@@ -139,9 +137,7 @@ def test_a_tracker_that_raises_costs_no_trial_and_leaves_no_run_id():
         def start_trial(self, *args):
             raise RuntimeError("tracking bug")
 
-    searcher, plans, _ = make()
-    tracker = BrokenTracker()
-    searcher = MultiStudySearcher(searcher.spec, plans, tracker, "exp")
+    searcher, plans, tracker = make(tracker=BrokenTracker())
     searcher.suggest("a")
     report(searcher, "a", [10, 20], [0.9, 0.5])
     searcher.on_trial_complete("a", {"step": 30, "valid_loss": 0.7})
