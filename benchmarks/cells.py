@@ -12,6 +12,7 @@ most repeatable estimate, and round-robin keeps a long burst of load from hittin
     python benchmarks/cells.py            # the issue's sizes
     python benchmarks/cells.py --quick    # shorter sequences and fewer rounds
     python benchmarks/cells.py --size 64,100,128 --neumann-sizes 128,256
+    python benchmarks/cells.py --device cuda   # on a GPU (each timing waits for the GPU to finish)
 """
 
 from __future__ import annotations
@@ -46,15 +47,23 @@ def parse_triple(text: str) -> tuple[int, int, int]:
     return B, T, H
 
 
+def synchronize() -> None:
+    """Wait for queued GPU work, so that a timing holds the work it started (a no-op on a CPU)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def fastest_round(tasks: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
     """Fastest seconds per call of each task, calling them round-robin after one warm-up each."""
     for task in tasks.values():
         task()
+    synchronize()
     times: dict[str, list[float]] = {name: [] for name in tasks}
     for _ in range(rounds):
         for name, task in tasks.items():
             started = time.perf_counter()
             task()
+            synchronize()
             times[name].append(time.perf_counter() - started)
     return {name: min(values) for name, values in times.items()}
 
@@ -102,14 +111,15 @@ def orthogonal_update(model: RecurrentModel) -> Callable[[], None]:
     return run
 
 
-def cells(sizes: list[tuple[int, int, int]], rounds: int) -> None:
+def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) -> None:
     configs = {name: (name, {}) for name in MODELS.names()} | VARIANTS
     names = list(configs)
     for B, T, H in sizes:
         torch.manual_seed(0)
-        x = torch.randn(T, B, INPUT_SIZE)
+        x = torch.randn(T, B, INPUT_SIZE, device=device)
         models = {
-            name: MODELS.get(model).create(INPUT_SIZE, H, **hp) for name, (model, hp) in configs.items()
+            name: MODELS.get(model).create(INPUT_SIZE, H, **hp).to(device)
+            for name, (model, hp) in configs.items()
         }
         fwd_bwd = fastest_round({name: forward_backward(m, x) for name, m in models.items()}, rounds)
         steps = fastest_round({name: training_step(m, x) for name, m in models.items()}, rounds)
@@ -127,16 +137,17 @@ def cells(sizes: list[tuple[int, int, int]], rounds: int) -> None:
             )
 
 
-def neumann(sizes: list[int], rounds: int) -> None:
+def neumann(sizes: list[int], rounds: int, device: torch.device) -> None:
     print("\nNC-GRU inverse update after one optimizer step (ms; speed-up = exact / Neumann)")
     print(f"{'n':>6}{'exact inv':>11}" + "".join(f"{f'order {k}':>10}{'speed-up':>10}" for k in (1, 2, 3)))
     for n in sizes:
         torch.manual_seed(0)
-        X = torch.randn(n, n)
+        X = torch.randn(n, n, device=device)
         A = (X - X.T) / (2 * n**0.5)
         delta = 1e-3 * (A - A.T)
-        inverse = torch.linalg.inv(torch.eye(n) + A)
-        tasks = {"exact": partial(torch.linalg.inv, torch.eye(n) + A - delta)}
+        eye = torch.eye(n, device=device)
+        inverse = torch.linalg.inv(eye + A)
+        tasks = {"exact": partial(torch.linalg.inv, eye + A - delta)}
         for k in (1, 2, 3):
             tasks[f"order {k}"] = partial(neumann_inverse_update, inverse, delta, k)
         times = fastest_round(tasks, rounds)
@@ -156,17 +167,20 @@ def main() -> None:
     parser.add_argument("--neumann-sizes", type=lambda s: [int(v) for v in s.split(",")], metavar="N,N,…")
     parser.add_argument("--rounds", type=int, help="timed rounds per figure (fastest reported)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     args = parser.parse_args()
+    device = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     load_all()
     sizes = args.size or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (3 if args.quick else 5)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, float32, input size {INPUT_SIZE}"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {where}, float32, input size {INPUT_SIZE}"
     )
-    cells(sizes, rounds)
-    neumann(args.neumann_sizes or list(DEFAULT_NEUMANN_SIZES), 5 if args.quick else 10)
+    cells(sizes, rounds, device)
+    neumann(args.neumann_sizes or list(DEFAULT_NEUMANN_SIZES), 5 if args.quick else 10, device)
 
 
 if __name__ == "__main__":

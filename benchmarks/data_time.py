@@ -6,9 +6,10 @@ backward pass and an Adam step, here for a GRU of 128 units at batch size 128. D
 machine state. File tasks read generated files of their data sets' real sizes (see
 `fixtures.py`), written to a temporary directory.
 
-Start-up is timed twice per task, as two trial processes would see it: cold (the first trial of
-a sweep; file tasks tokenize and write their on-disk cache) and warm (a later trial: the
-per-process cache emptied, so language tasks read the on-disk cache).
+Start-up is timed three times per task: cold (the first trial of a sweep; file tasks tokenize or
+decode their files and write their on-disk cache), new process (a later trial in another
+worker: the per-process caches emptied, so file tasks read the on-disk cache) and reused (a
+later trial in a worker Tune reused: the per-process caches kept).
 
     python benchmarks/data_time.py           # every task, 20 timed steps each
     python benchmarks/data_time.py --quick   # 5 steps, smaller bAbI and TIMIT sets
@@ -27,7 +28,7 @@ from fixtures import write_babi, write_ptb, write_timit, write_wikitext2
 
 from trainables.models.base import RecurrentModel
 from trainables.registry import MODELS, TASKS, load_all
-from trainables.tasks import language
+from trainables.tasks import babi, language, shortest_path, speech
 from trainables.tasks.base import Task
 
 HIDDEN = 128
@@ -61,9 +62,14 @@ def file_settings(root: Path, quick: bool) -> dict[str, dict[str, Any]]:
     }
 
 
-def build_task(name: str, settings: dict[str, Any]) -> tuple[Task, float]:
-    """The task as a new trial process builds it (no in-process corpus cache), and the seconds."""
-    language._read_corpus.cache_clear()
+def build_task(name: str, settings: dict[str, Any], new_process: bool = True) -> tuple[Task, float]:
+    """The task as a trial builds it, in a new process (no per-process caches) or a reused one,
+    and the seconds it took."""
+    if new_process:
+        language._read_corpus.cache_clear()
+        babi._read_babi.cache_clear()
+        speech._features.cache_clear()
+        shortest_path.generate_fold.cache_clear()
     started = time.perf_counter()
     task = TASKS.get(name).create(settings, batch_size=BATCH, seed=0, device=torch.device("cpu"))
     return task, time.perf_counter() - started
@@ -109,16 +115,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sweeper-data-") as tmp:
         settings = file_settings(Path(tmp), args.quick)
         print(
-            f"{'task':<14} {'cold start s':>12} {'warm start s':>12} {'data ms':>8} {'step ms':>8} {'data/step':>9}"
+            f"{'task':<14} {'start-up s: cold':>16} {'new process':>12} {'reused':>7} "
+            f"{'data ms':>8} {'step ms':>8} {'data/step':>9}"
         )
         for name in names:
             task_settings = settings.get(name, {})
             _, cold = build_task(name, task_settings)
-            task, warm = build_task(name, task_settings)
+            _, warm = build_task(name, task_settings)
+            task, reused = build_task(name, task_settings, new_process=False)
             data, total = data_fraction(task, steps)
             print(
-                f"{name:<14} {cold:>12.2f} {warm:>12.2f} {data * 1e3:>8.2f} {total * 1e3:>8.1f} "
-                f"{data / total:>9.1%}",
+                f"{name:<14} {cold:>16.2f} {warm:>12.2f} {reused:>7.2f} {data * 1e3:>8.2f} "
+                f"{total * 1e3:>8.1f} {data / total:>9.1%}",
                 flush=True,
             )
 

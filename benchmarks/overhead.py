@@ -8,10 +8,14 @@ sides do the same work), the SQLite study database and MLflow tracking are all i
 
 Per-trial overhead is (sweeper − Optuna) / trials, the measure the issue's baseline uses.
 *warm* is the ratio without the start-up, i.e. once the trial processes have started and
-imported torch and Ray Tune (which the in-process baseline did before it was timed). The
-sweeper wall time is split by the trials' own timestamps into start-up (until the first trial
-starts), the gaps between consecutive trials in one worker process, and the tail. Ray's start
-is printed apart: a sweep pays it once.
+imported torch and Ray Tune (which the in-process baseline did before it was timed). *vs
+serial* is sweeper's wall time against the Optuna loop one trial at a time: what running
+trials in parallel processes gains over the plain loop. The sweeper wall time is split by the
+trials' own timestamps into start-up (until the first trial starts), the gaps between
+consecutive trials in one worker process, and the tail. Every row starts a new local Ray, as
+every launch does, after its baseline has run; Ray's start is printed apart (a sweep pays it
+once), while the idle workers' imports that go on after it (`sweeper.workers`) are in the
+figures wherever registration did not hide them.
 
     python benchmarks/overhead.py                  # 20 trials of 0.1 s and of 1 s, concurrency 1 and 2
     python benchmarks/overhead.py --quick          # 8 and 4 trials
@@ -19,6 +23,7 @@ is printed apart: a sweep pays it once.
     python benchmarks/overhead.py --seconds 1 --concurrency 1   # one configuration
     python benchmarks/overhead.py --profile 15     # also the driver's 15 costliest functions
     python benchmarks/overhead.py --gpu-packing    # trials/hour at 1, 2, 4, 8 trials per GPU
+    python benchmarks/overhead.py --gpu-packing --model goru   # the same for another model
 """
 
 from __future__ import annotations
@@ -146,60 +151,79 @@ def sweeper_run(
     return run.run_s, parts
 
 
+def fresh_ray() -> float:
+    """Start a new local Ray as `sweeper launch` does; return the seconds it took.
+
+    Each configuration gets its own, as each launch does: a Ray that ran a sweep before holds
+    fewer idle workers than a new one starts with.
+    """
+    import ray
+
+    from sweeper.launch import start_ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    started = time.perf_counter()
+    start_ray(None, verbose=False)
+    return time.perf_counter() - started
+
+
 def overhead(args: argparse.Namespace) -> None:
     import ray
 
-    from sweeper.launch import quiet_environment, start_ray
+    from sweeper.launch import quiet_environment
     from trainables.registry import load_all
 
     load_all()  # a trial process imports the models and tasks once; so does the baseline, untimed
     quiet_environment(verbose=False)
-    started = time.perf_counter()
-    start_ray(None, verbose=False)
-    print(f"Ray start: {time.perf_counter() - started:.2f} s (once per sweep, not in the figures below)")
-    print(f"machine: {os.cpu_count()} CPUs, Ray sees {ray.cluster_resources().get('CPU', 0):g}")
+    print(
+        f"machine: {os.cpu_count()} CPUs; Ray is started anew for every row (its start, 'ray s', is not in the figures)"
+    )
     counts = {0.1: 8, 1.0: 4} if args.quick else {0.1: args.trials, 1.0: args.trials}
     counts = {seconds: n for seconds, n in counts.items() if seconds in args.seconds}
     print(
         f"{'work':>6} {'conc':>4} {'trials':>6} {'optuna s':>9} {'sweeper s':>9} {'ratio':>6} {'warm':>5} "
-        f"{'overhead/trial':>14} {'register':>8} {'startup':>7} {'gap':>6} {'tail':>5} {'procs':>5}"
+        f"{'vs serial':>9} {'overhead/trial':>14} {'ray s':>5} {'register':>8} {'startup':>7} {'gap':>6} "
+        f"{'tail':>5} {'procs':>5}"
     )
     for seconds, trials in counts.items():
         settings = work_settings(args.work, seconds)
+        serial = optuna_loop(settings, trials, 1)  # before Ray starts: nothing else runs
         for concurrency in args.concurrency:
-            baseline = optuna_loop(settings, trials, concurrency)
+            baseline = serial if concurrency == 1 else optuna_loop(settings, trials, concurrency)
+            ray_s = fresh_ray()
             wall, parts = sweeper_run(settings, trials, concurrency, args.profile)
+            ray.shutdown()
             print(
                 f"{seconds:>5g}s {concurrency:>4} {trials:>6} {baseline:>9.2f} {wall:>9.2f} "
-                f"{wall / baseline:>6.2f} {(wall - parts['startup']) / baseline:>5.2f} "
-                f"{(wall - baseline) / trials:>12.2f} s {parts['register']:>8.2f} "
+                f"{wall / baseline:>6.2f} {(wall - parts['startup']) / baseline:>5.2f} {wall / serial:>9.2f} "
+                f"{(wall - baseline) / trials:>12.2f} s {ray_s:>5.2f} {parts['register']:>8.2f} "
                 f"{parts['startup']:>7.2f} {parts['gap']:>6.2f} {parts['tail']:>5.2f} {parts['processes']:>5.0f}",
                 flush=True,
             )
-    ray.shutdown()
 
 
 def gpu_packing(args: argparse.Namespace) -> None:
-    """Trials/hour of a small denoise GRU at 1, 2, 4 and 8 trials per GPU (`resources.gpus` = 1/k)."""
+    """Trials/hour of a small denoise model at 1, 2, 4 and 8 trials per GPU (`resources.gpus` = 1/k)."""
     if not torch.cuda.is_available():
         sys.exit("--gpu-packing needs a CUDA GPU and none is visible here: nothing was run")
     import ray
 
-    from sweeper.launch import quiet_environment, start_ray
+    from sweeper.launch import quiet_environment
 
     quiet_environment(verbose=False)
-    start_ray(None, verbose=False)
+    fresh_ray()
     gpus = int(ray.cluster_resources().get("GPU", 0))
     cpus = ray.cluster_resources().get("CPU", 1)
-    print(f"GPUs: {gpus} x {torch.cuda.get_device_name(0)}, {cpus:g} CPUs")
+    print(f"GPUs: {gpus} x {torch.cuda.get_device_name(0)}, {cpus:g} CPUs, model {args.model}")
     base = None
     for per_gpu in PACKINGS:
         concurrency = per_gpu * gpus
-        trials = max(args.trials, 2 * concurrency)
+        trials = max(args.trials, 4 * concurrency)  # at least four rounds of trials per slot
         spec = {
-            "name": f"packing-{per_gpu}",
+            "name": f"packing-{args.model}-{per_gpu}",
             "task": {"name": "denoise", "settings": {"T": 100, "valid_size": 256}},
-            "models": ["gru"],
+            "models": [args.model],
             "params": {
                 "iterations": 300 if args.quick else 1000,
                 "eval_every": 100,
@@ -212,6 +236,7 @@ def gpu_packing(args: argparse.Namespace) -> None:
             "resources": {"cpus": min(1.0, cpus / concurrency), "gpus": 1 / per_gpu},
             "seed": 0,
         }
+        fresh_ray()
         with tempfile.TemporaryDirectory(prefix="sweeper-packing-") as tmp:
             run = run_sweep_in_process(spec, f"sqlite:///{Path(tmp) / 's.db'}", Path(tmp), None)
         rate = trials / run.run_s * 3600
@@ -242,6 +267,7 @@ def main() -> None:
         "--profile", type=int, default=0, metavar="N", help="print the driver's N costliest functions"
     )
     parser.add_argument("--gpu-packing", action="store_true", help="trials/hour at 1, 2, 4, 8 trials per GPU")
+    parser.add_argument("--model", default="gru", help="the model --gpu-packing trains (denoise, 128 units)")
     args = parser.parse_args()
     use_plugin()
     if args.gpu_packing:

@@ -62,9 +62,16 @@ def two_node_cluster() -> Iterator[str]:
     """Two one-CPU Ray nodes on this host; yields the head's address.
 
     They use the host's own address: the driver rewrites a loopback address to it when it
-    connects, and then finds no GCS listening there.
+    connects, and then finds no GCS listening there. Their environment preloads the trial
+    workers as `deploy/` does on Kubernetes.
     """
     from ray.cluster_utils import Cluster
+
+    from sweeper.workers import PRELOAD_ENV, PRELOAD_MODULES, TUNE_ACTOR_ENV_VARS
+
+    os.environ.setdefault(PRELOAD_ENV, ",".join(PRELOAD_MODULES))
+    for name, value in TUNE_ACTOR_ENV_VARS.items():
+        os.environ.setdefault(name, value)
 
     head = {"num_cpus": 1, "gcs_server_port": free_port()}
     cluster = Cluster(initialize_head=True, head_node_args=head)

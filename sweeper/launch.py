@@ -21,6 +21,7 @@ from optuna.trial import TrialState
 from ray.tune import Stopper
 from sqlalchemy.engine import make_url
 
+from sweeper.checkpoints import CheckpointPruner
 from sweeper.progress import ProgressCallback, make_live, progress_table
 from sweeper.schedulers import OptunaPrunerScheduler, PerStudyScheduler
 from sweeper.search import (
@@ -36,7 +37,8 @@ from sweeper.spec import IntRange, SweepSpec, parse_spec
 from sweeper.store import DEFAULT_HOME, Store, StoreError, StudyRecord, SweepRecord, now, redact
 from sweeper.tracking import Tracker, resolve_tracking_uri
 from sweeper.urls import scrub
-from trainables.registry import PLUGINS_ENV
+from sweeper.workers import local_ray_options, trial_actors_without_runtime_env
+from trainables.registry import plugin_modules
 from trainables.train import TRAINING
 
 log = logging.getLogger(__name__)
@@ -263,11 +265,8 @@ def start_ray(address: str | None, verbose: bool) -> None:
         return
     level = logging.INFO if verbose else logging.WARNING
     kwargs: dict[str, Any] = {"log_to_driver": verbose, "logging_level": level, "include_dashboard": False}
-    plugins = os.environ.get(PLUGINS_ENV)
-    if plugins and address is not None:  # a local Ray's workers inherit it; a cluster's do not
-        kwargs["runtime_env"] = {"env_vars": {PLUGINS_ENV: plugins}}
     if address is None:
-        ray.init(**kwargs)
+        ray.init(**kwargs, **local_ray_options())
     else:
         ray.init(address=address, **kwargs)
 
@@ -484,7 +483,7 @@ def run_tune(
     `searcher.stop_reason` and the trials still running in `searcher.abandon_running`.
     """
     from ray import tune
-    from ray.tune import CheckpointConfig, FailureConfig
+    from ray.tune import FailureConfig
 
     live = make_live()
     tuner = tune.Tuner(
@@ -501,13 +500,12 @@ def run_tune(
             storage_path=runs_dir,
             verbose=2 if verbose else 0,
             stop=_BudgetStopper(searcher, deadline),
-            callbacks=[ProgressCallback(live, render)],
+            callbacks=[ProgressCallback(live, render), CheckpointPruner()],
             failure_config=FailureConfig(max_failures=spec.budget.retries),
-            checkpoint_config=CheckpointConfig(num_to_keep=1),
         ),
     )
     try:
-        with _stop_on_signals(searcher), live:
+        with _stop_on_signals(searcher), live, trial_actors_without_runtime_env():
             live.update(render(), refresh=True)
             tuner.fit()
             live.update(render(), refresh=True)
@@ -516,9 +514,13 @@ def run_tune(
 
 
 def _trainable() -> Any:
+    """The trial function, handed the driver's plugins explicitly rather than through a runtime
+    environment, which would keep trials off the warm workers (`sweeper.workers`)."""
+    from ray import tune
+
     from sweeper.trial import run_trial
 
-    return run_trial
+    return tune.with_parameters(run_trial, plugins=plugin_modules())
 
 
 def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:

@@ -54,7 +54,9 @@ class RayCheckpointing:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_trial(config: dict[str, Any]) -> None:
+def run_trial(config: dict[str, Any], plugins: tuple[str, ...] = ()) -> None:
+    """One trial; `plugins` are the driver's plugin modules, registered here before the trial."""
+    from trainables.registry import load_all
     from trainables.train import train
 
     checkpointing = RayCheckpointing()
@@ -63,6 +65,7 @@ def run_trial(config: dict[str, Any]) -> None:
         checkpointing.report({**metrics, "step": step})
 
     try:
+        load_all(plugins)  # a plugin this machine cannot import fails the trial, with the reason
         train(config, report, checkpointing)
     except Exception as exc:  # every failure becomes FAIL with its reason, not a lost worker
         checkpointing.report({"fail_reason": f"{type(exc).__name__}: {exc}"})

@@ -244,17 +244,19 @@ def register_task(spec: TaskSpec) -> TaskSpec:
 PLUGINS_ENV = "SWEEPER_PLUGINS"
 
 
-def load_all() -> None:
-    """Import the model and task packages, whose modules register themselves, and any plugins.
+def plugin_modules() -> tuple[str, ...]:
+    """The modules `SWEEPER_PLUGINS` names (comma-separated): models or tasks of a user's own."""
+    return tuple(filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))))
 
-    `SWEEPER_PLUGINS` names extra modules (comma-separated) that register models or tasks of a
-    user's own. It is an environment variable so that Ray workers, which inherit the driver's
-    environment, load the same registrations as the driver that validated the spec.
-    """
+
+def load_all(plugins: tuple[str, ...] = ()) -> None:
+    """Import the model and task packages, whose modules register themselves, and the plugins:
+    those `SWEEPER_PLUGINS` names here and `plugins` (what it named in the driver, which a trial
+    on another machine is handed, since that machine's environment may not have the variable)."""
     import trainables.models
     import trainables.tasks  # noqa: F401
 
-    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+    for module in (*plugin_modules(), *plugins):
         if module not in _loaded_plugins:
             importlib.import_module(module)
             _loaded_plugins.add(module)

@@ -9,9 +9,11 @@ database or MLflow. Loaded through SWEEPER_PLUGINS like any user plugin.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import ClassVar, Literal
 
+import psutil
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,8 +43,11 @@ class FixedWorkSettings(BaseModel):
 class FixedWork(Task):
     """One scalar per step through the trial's recurrent model, after the step's fixed work.
 
-    Reports `worker_pid`, `trial_started_at` and `reported_at` (epoch seconds) with every
-    validation result, so readers can tell which process ran a trial and for how long.
+    Reports `worker_pid`, `process_started_at`, `trial_started_at` and `reported_at` (epoch
+    seconds) with every validation result, so readers can tell which process ran a trial, since
+    when it existed, and for how long the trial ran; and `dynamo_preloaded`, whether
+    `torch._dynamo` (which a process imports with its first optimizer) was imported before the
+    trial built its optimizers.
     """
 
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
@@ -52,6 +57,7 @@ class FixedWork(Task):
     def __init__(self, settings: FixedWorkSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings
         self.started_at = time.time()
+        self.dynamo_preloaded = float("torch._dynamo" in sys.modules)
         gen = torch.Generator().manual_seed(seed)
         self.inputs = torch.randn(2, 1, 1, generator=gen).to(device)
         self.targets = torch.zeros(2, 1, 1, device=device)
@@ -72,7 +78,9 @@ class FixedWork(Task):
         return {
             f"{split}_loss": F.mse_loss(network(self.inputs), self.targets).item(),
             "worker_pid": float(os.getpid()),
+            "process_started_at": psutil.Process().create_time(),
             "trial_started_at": self.started_at,
+            "dynamo_preloaded": self.dynamo_preloaded,
             "reported_at": time.time(),
         }
 

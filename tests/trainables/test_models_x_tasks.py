@@ -2,11 +2,13 @@
 
 A task missing from TINY trains with its default settings (with its data_dir pointed at the
 fixtures), so a new task is covered at once; give it tiny settings here to keep this fast.
+`SWEEPER_TEST_DEVICE=cuda` runs the same grid on a GPU (CI has none and runs it on the CPU).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from trainables.registry import MODELS, TASKS, load_all
 from trainables.train import train
 
 load_all()
+
+DEVICE = os.environ.get("SWEEPER_TEST_DEVICE", "cpu")
 
 TINY: dict[str, dict[str, Any]] = {
     "copying": {"T": 5, "valid_size": 4},
@@ -62,7 +66,7 @@ def test_trains_a_few_steps(task: str, model: str, data_root: Path) -> None:
             "iterations": 2,
             "eval_every": 1,
             "seed": 3,
-            "device": "cpu",
+            "device": DEVICE,
         },
         lambda step, m: reports.append((step, m)),
     )

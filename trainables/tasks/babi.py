@@ -5,7 +5,9 @@ story; a statement is plain text, a question line is "question<TAB>answer<TAB>su
 numbers". A question is asked about every statement of its story before it. Answers are one
 class each (the list and path answers of tasks 8 and 19, such as "n,s", included), as in the
 papers' single-word output. The validation set is a `valid_fraction` of each task's training
-file, fixed by `data_seed`.
+file, fixed by `data_seed`. The parsed and encoded splits are the same for every trial, so they
+are cached on disk once per data directory (`trainables.cache`) and kept in the process for the
+trials that reuse it.
 
 The reader: one RNN over the embedded story, one over the embedded question, and a third RNN over
 the story RNN's outputs concatenated with the question RNN's last output; its last output
@@ -15,8 +17,9 @@ RNN's last step is the true end of its text.
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -25,12 +28,14 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
+from trainables.cache import content_key, load_cached, store_cached
 from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
 from trainables.registry import TaskSpec, register_task
 from trainables.tasks.base import RNNFactory, Task
 
 PAD = "<pad>"
+ENCODING_VERSION = 1  # bump when parsing or encoding changes, so caches written before are not read
 WORD = re.compile(r"[\w']+|[^\w\s]")
 
 
@@ -156,6 +161,22 @@ class Encoded:
     story_lengths: torch.Tensor
     question_lengths: torch.Tensor
 
+    def to(self, device: torch.device) -> Encoded:
+        """On `device`, but the lengths, which index on the CPU."""
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("stories", "questions", "answers", "tasks"):
+            moved[name] = moved[name].to(device)
+        return Encoded(**moved)
+
+
+@dataclass(frozen=True)
+class BabiData:
+    """Every split encoded, with the vocabulary (id → token, id 0 the padding) and the answers."""
+
+    vocabulary: tuple[str, ...]
+    answers: tuple[str, ...]
+    splits: dict[str, Encoded]
+
 
 def front_pad(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     lengths = torch.tensor([len(s) for s in sequences])
@@ -190,6 +211,107 @@ class BabiReader(nn.Module):
         return self.head(answer_out[-1])
 
 
+def load_babi(settings: BabiSettings) -> BabiData:
+    """The encoded splits of the settings' tasks: from this process's memory, the disk cache, or
+    the text files."""
+    subset = "en" if settings.subset == "1k" else "en-10k"
+    files = babi_files(Path(settings.data_dir), subset, settings.tasks)
+    paths = tuple(files[task, split] for task in settings.tasks for split in ("train", "test"))
+    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    return _read_babi(
+        paths,
+        tuple(settings.tasks),
+        settings.valid_fraction,
+        settings.data_seed,
+        settings.max_story_sentences,
+        Path(settings.data_dir).expanduser(),
+        stamps,
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _read_babi(
+    paths: tuple[Path, ...],
+    tasks: tuple[int, ...],
+    valid_fraction: float,
+    data_seed: int,
+    keep: int | None,
+    data_dir: Path,
+    stamps: tuple[tuple[int, int], ...],
+) -> BabiData:
+    recipe = f"babi v{ENCODING_VERSION} tasks={tasks} valid={valid_fraction} seed={data_seed} keep={keep}"
+    key = content_key(recipe, paths, data_dir)
+    prefix = f"babi-{paths[0].parent.name}"
+    entry = load_cached(data_dir, prefix, key)
+    if entry is not None:
+        return BabiData(
+            tuple(entry["vocabulary"]),
+            tuple(entry["answers"]),
+            {name: Encoded(**tensors) for name, tensors in entry["splits"].items()},
+        )
+    data = encode_babi(
+        dict(zip(tasks, zip(paths[::2], paths[1::2], strict=True), strict=True)),
+        valid_fraction,
+        data_seed,
+        keep,
+    )
+    store_cached(
+        data_dir,
+        prefix,
+        key,
+        {
+            "vocabulary": list(data.vocabulary),
+            "answers": list(data.answers),
+            "splits": {
+                name: {f.name: getattr(encoded, f.name) for f in fields(encoded)}
+                for name, encoded in data.splits.items()
+            },
+        },
+    )
+    return data
+
+
+def encode_babi(
+    files: dict[int, tuple[Path, Path]], valid_fraction: float, data_seed: int, keep: int | None
+) -> BabiData:
+    """Parse each task's (train, test) files, hold out the validation questions, and encode."""
+    split_gen = torch.Generator().manual_seed(data_seed)
+    raw: dict[str, list[Question]] = {"train": [], "valid": [], "test": []}
+    for task, (train_file, test_file) in files.items():
+        train = parse_babi(train_file, task)
+        n_valid = max(1, round(valid_fraction * len(train)))
+        if n_valid >= len(train):
+            raise DataError(f"{train_file}: {len(train)} questions are too few to hold out {n_valid}")
+        order = torch.randperm(len(train), generator=split_gen).tolist()
+        raw["valid"] += [train[i] for i in order[:n_valid]]
+        raw["train"] += [train[i] for i in sorted(order[n_valid:])]
+        raw["test"] += parse_babi(test_file, task)
+    vocabulary: dict[str, int] = {PAD: 0}
+    answers: dict[str, int] = {}
+    for questions in raw.values():
+        for q in questions:
+            for token in (*(t for s in q.story for t in s), *q.question):
+                vocabulary.setdefault(token, len(vocabulary))
+            answers.setdefault(q.answer, len(answers))
+
+    def encode(questions: list[Question]) -> Encoded:
+        stories = [
+            [vocabulary[t] for s in (q.story[-keep:] if keep else q.story) for t in s] for q in questions
+        ]
+        stories_t, story_lengths = front_pad(stories)
+        questions_t, question_lengths = front_pad([[vocabulary[t] for t in q.question] for q in questions])
+        return Encoded(
+            stories_t,
+            questions_t,
+            torch.tensor([answers[q.answer] for q in questions]),
+            torch.tensor([q.task for q in questions]),
+            story_lengths,
+            question_lengths,
+        )
+
+    return BabiData(tuple(vocabulary), tuple(answers), {name: encode(qs) for name, qs in raw.items()})
+
+
 class Babi(Task):
     """Answer accuracy per task and its mean over the selected tasks."""
 
@@ -203,51 +325,14 @@ class Babi(Task):
         self.settings = settings
         self.batch_size = batch_size
         self.device = device
-        subset = "en" if settings.subset == "1k" else "en-10k"
-        files = babi_files(Path(settings.data_dir), subset, settings.tasks)
-        split_gen = torch.Generator().manual_seed(settings.data_seed)
-        raw: dict[str, list[Question]] = {"train": [], "valid": [], "test": []}
-        for task in settings.tasks:
-            train = parse_babi(files[task, "train"], task)
-            n_valid = max(1, round(settings.valid_fraction * len(train)))
-            if n_valid >= len(train):
-                raise DataError(
-                    f"{files[task, 'train']}: {len(train)} questions are too few to hold out {n_valid}"
-                )
-            order = torch.randperm(len(train), generator=split_gen).tolist()
-            raw["valid"] += [train[i] for i in order[:n_valid]]
-            raw["train"] += [train[i] for i in sorted(order[n_valid:])]
-            raw["test"] += parse_babi(files[task, "test"], task)
-        self.vocabulary: dict[str, int] = {PAD: 0}
-        self.answers: dict[str, int] = {}
-        for questions in raw.values():
-            for q in questions:
-                for token in (*(t for s in q.story for t in s), *q.question):
-                    self.vocabulary.setdefault(token, len(self.vocabulary))
-                self.answers.setdefault(q.answer, len(self.answers))
+        data = load_babi(settings)
+        self.vocabulary = {token: i for i, token in enumerate(data.vocabulary)}
+        self.answers = {answer: i for i, answer in enumerate(data.answers)}
         self.input_size = settings.embedding_size
         self.output_size = len(self.answers)
-        self.splits = {name: self.encode(questions) for name, questions in raw.items()}
+        self.splits = {name: encoded.to(device) for name, encoded in data.splits.items()}
         self._gen = torch.Generator().manual_seed(seed)
         self._order = torch.empty(0, dtype=torch.long)
-
-    def encode(self, questions: list[Question]) -> Encoded:
-        keep = self.settings.max_story_sentences
-        stories = [
-            [self.vocabulary[t] for s in (q.story[-keep:] if keep else q.story) for t in s] for q in questions
-        ]
-        stories_t, story_lengths = front_pad(stories)
-        questions_t, question_lengths = front_pad(
-            [[self.vocabulary[t] for t in q.question] for q in questions]
-        )
-        return Encoded(
-            stories_t.to(self.device),
-            questions_t.to(self.device),
-            torch.tensor([self.answers[q.answer] for q in questions], device=self.device),
-            torch.tensor([q.task for q in questions], device=self.device),
-            story_lengths,
-            question_lengths,
-        )
 
     def create_network(self, make_rnn: RNNFactory) -> nn.Module:
         story_rnn = make_rnn(self.settings.embedding_size)

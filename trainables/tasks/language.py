@@ -10,19 +10,14 @@ column and starts from the (detached) hidden state that step k − 1 ended with,
 step k + 1 continues the text of step k. The state restarts when the training text wraps around.
 
 Tokenizing PTB takes seconds and every trial of a sweep needs the same ids, so the tokenized
-corpus is cached on disk, once per data directory, in `<data_dir>/.sweeper-cache/` (or, where
-the data directory is read-only, in the user's cache directory), keyed by a hash of the files'
-contents: a changed file gets a new key, so a stale cache is never read.
+corpus is cached on disk once per data directory (`trainables.cache`), keyed by a hash of the
+files' contents: a changed file gets a new key, so a stale cache is never read.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import logging
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -32,6 +27,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
+from trainables.cache import content_key, load_cached, store_cached
 from trainables.data import (
     PTB_CHAR_FILES,
     PTB_WORD_FILES,
@@ -45,11 +41,8 @@ from trainables.models.base import RecurrentModel, State, detach_state
 from trainables.registry import TaskSpec, register_task
 from trainables.tasks.base import RNNFactory, Task
 
-log = logging.getLogger(__name__)
-
 EOS = "<eos>"
 UNK = "<unk>"
-CACHE_DIR = ".sweeper-cache"
 CACHE_VERSION = 1  # bump when tokenization changes, so caches written before are not read
 
 
@@ -100,11 +93,13 @@ def load_corpus(task: str, data_dir: Path, names: tuple[str, ...], characters: b
 def _read_corpus(paths: tuple[Path, ...], characters: bool, stamps: tuple[tuple[int, int], ...]) -> Corpus:
     key = corpus_key(paths, characters)
     prefix = f"{paths[0].stem}-{'chars' if characters else 'words'}"
-    cached = load_cached(paths[0].parent, prefix, key)
+    cached = load_cached_corpus(paths[0].parent, prefix, key)
     if cached is not None:
         return cached
     corpus = tokenize_corpus(paths, characters)
-    store_cached(paths[0].parent, prefix, key, corpus)
+    store_cached(
+        paths[0].parent, prefix, key, {"vocabulary": list(corpus.vocabulary), "splits": corpus.splits}
+    )
     return corpus
 
 
@@ -119,57 +114,14 @@ def tokenize_corpus(paths: tuple[Path, ...], characters: bool) -> Corpus:
 
 def corpus_key(paths: tuple[Path, ...], characters: bool) -> str:
     """SHA-256 of the files' names and contents and of how they are tokenized."""
-    digest = hashlib.sha256(f"corpus v{CACHE_VERSION} characters={characters}".encode())
-    for path in paths:
-        digest.update(f"\0{path.name}\0{path.stat().st_size}\0".encode())
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    return content_key(f"corpus v{CACHE_VERSION} characters={characters}", paths, paths[0].parent)
 
 
-def cache_dirs(data_dir: Path) -> list[Path]:
-    """Where a corpus cache may live, in order: beside the data, then the user's cache directory
-    (for read-only data directories, such as a shared mount)."""
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return [data_dir / CACHE_DIR, user_cache / "sweeper" / "corpora"]
-
-
-def load_cached(data_dir: Path, prefix: str, key: str) -> Corpus | None:
-    """The cached corpus of `key`, or None when none is cached or the file is unreadable."""
-    for directory in cache_dirs(data_dir):
-        path = directory / f"{prefix}-{key}.pt"
-        if not path.is_file():
-            continue
-        try:
-            saved = torch.load(path, weights_only=True)
-            return Corpus(tuple(saved["vocabulary"]), dict(saved["splits"]))
-        except Exception as exc:  # a damaged file fails in many ways (zip, pickle, index errors)
-            log.warning("ignoring the unreadable corpus cache %s: %s", path, exc)
-    return None
-
-
-def store_cached(data_dir: Path, prefix: str, key: str, corpus: Corpus) -> None:
-    """Write the corpus atomically to the first writable cache directory, replacing the caches of
-    earlier versions of the same files; concurrent trials may race, and either write wins whole."""
-    for directory in cache_dirs(data_dir):
-        tmp = None
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{prefix}-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                torch.save({"vocabulary": list(corpus.vocabulary), "splits": corpus.splits}, f)
-            target = directory / f"{prefix}-{key}.pt"
-            os.replace(tmp, target)
-        except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            log.info("cannot cache the corpus in %s: %s", directory, exc)
-            continue
-        for stale in directory.glob(f"{prefix}-*.pt"):
-            if stale != target:
-                stale.unlink(missing_ok=True)
-        return
+def load_cached_corpus(data_dir: Path, prefix: str, key: str) -> Corpus | None:
+    entry = load_cached(data_dir, prefix, key)
+    if entry is None:
+        return None
+    return Corpus(tuple(entry["vocabulary"]), dict(entry["splits"]))
 
 
 def batchify(ids: torch.Tensor, columns: int) -> torch.Tensor:

@@ -6,11 +6,13 @@ p = 0.5) and a 4-node distractor graph, node ids shuffled over 0–8, each undir
 in both directions in random order, then a question "q s t ans" and the path's node ids as the
 answer. Samples whose source equals the target, whose shortest path is not unique or has fewer
 than 3 nodes are rejected. The folds are fixed-size and small, so they are generated once per
-`data_seed`; the trial's seed only orders the training minibatches.
+`data_seed`, and once per process: the trials that reuse a worker skip the second or so that
+networkx takes; the trial's seed only orders the training minibatches.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import ClassVar, Literal
 
@@ -66,8 +68,10 @@ def serialize(graph: nx.Graph, source: int, target: int, rng: random.Random) -> 
     return [*tokens, QUESTION, source, target, ANSWER]
 
 
+@functools.lru_cache(maxsize=6)
 def generate_fold(size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """`size` examples: inputs (L + MAX_PATH, N) and targets (MAX_PATH + 1, N).
+    """`size` examples: inputs (L + MAX_PATH, N) and targets (MAX_PATH + 1, N), shared by the
+    trials of a process (read, never written).
 
     The RNN reads the serialization, then keeps reading "ans" while it emits the path's nodes and
     END; target positions past END are ignored. Every graph has 9 edges, so L is fixed.

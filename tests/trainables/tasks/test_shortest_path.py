@@ -122,3 +122,19 @@ def test_folds_follow_data_seed_and_metrics_are_whole_path() -> None:
         "test_loss",
         "test_accuracy",
     }
+
+
+def test_trials_reusing_a_process_generate_the_folds_once(monkeypatch) -> None:
+    from trainables.tasks import shortest_path
+
+    drawn = []
+    real = shortest_path.sample_graph
+    monkeypatch.setattr(shortest_path, "sample_graph", lambda rng: drawn.append(1) or real(rng))
+    generate_fold.cache_clear()
+    settings = ShortestPathSettings(train_size=12, valid_size=6, test_size=6, data_seed=11)
+    first = ShortestPath(settings, batch_size=4, seed=0, device=torch.device("cpu"))
+    assert len(drawn) >= 24
+    before = len(drawn)
+    second = ShortestPath(settings, batch_size=4, seed=1, device=torch.device("cpu"))
+    assert len(drawn) == before, "the second trial generated the folds again"
+    assert all(torch.equal(first.splits[s][0], second.splits[s][0]) for s in ("train", "valid", "test"))

@@ -10,7 +10,14 @@ from torch import nn
 
 from trainables.data import DataError, MissingDataError
 from trainables.registry import TASKS, load_all
-from trainables.tasks.speech import BINS, frame_count, load_utterance, log_spectrogram, read_wav
+from trainables.tasks.speech import (
+    BINS,
+    frame_count,
+    load_utterance,
+    log_spectrogram,
+    read_wav,
+    split_files,
+)
 
 load_all()
 
@@ -68,8 +75,9 @@ def test_masked_mse_ignores_padding(tmp_path: Path, corpora) -> None:
     task = make(tmp_path, batch_size=4)
     inputs, targets, mask = task.train_batch()
     assert inputs.shape == targets.shape and inputs.shape[1:] == (4, BINS) and mask.shape == inputs.shape[:2]
-    waves = task.waves["valid"]
+    waves = [load_utterance(p) for p in split_files(task.settings)["valid"]]
     frames = [frame_count(len(w)) for w in waves]
+    assert [len(f) for f in task.features["valid"]] == frames
     assert frames[0] != frames[1]
 
     class Zero(nn.Module):
@@ -89,7 +97,12 @@ def test_masked_mse_ignores_padding(tmp_path: Path, corpora) -> None:
 def test_timit_layout_keeps_test_speakers_for_test(tmp_path: Path, corpora) -> None:
     corpora.write_speech(tmp_path, count=8, timit_layout=True)
     task = make(tmp_path, train_size=4, valid_size=2, test_size=2)
-    assert {len(w) for w in task.waves["test"]} == {round((0.08 + 0.01 * i) * 8000) for i in (6, 7)}
+    test_files = split_files(task.settings)["test"]
+    assert {p.parts[-4] for p in test_files} == {"TEST"}
+    assert {len(load_utterance(p)) for p in test_files} == {round((0.08 + 0.01 * i) * 8000) for i in (6, 7)}
+    assert sorted(len(f) for f in task.features["test"]) == sorted(
+        frame_count(len(load_utterance(p))) for p in test_files
+    )
 
 
 def test_clear_errors(tmp_path: Path, corpora) -> None:
