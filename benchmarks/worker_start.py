@@ -11,7 +11,8 @@ Tune as a trial does, has returned. Variants:
 - preloaded, no env (sweeper): the same idle workers, and an actor without a runtime
   environment of its own, which Ray hands an idle, preloaded worker.
 
-Ratios are against Tune's way in the same run.
+Ratios are against Tune's way in the same run; each variant also prints the resident memory of
+an idle worker, which the preload raises.
 
     python benchmarks/worker_start.py
 """
@@ -33,10 +34,11 @@ VARIANTS = {
 
 PROBE = """
 import json, os, sys, time
-import ray
+import psutil, ray
 system_config, runtime_env = json.loads(sys.argv[1])
 ray.init(include_dashboard=False, log_to_driver=False, _system_config=system_config)
 time.sleep(10)  # prestarted workers import their modules meanwhile
+idle = [p.memory_info().rss for p in psutil.process_iter() if p.name().startswith("ray::IDLE")]
 
 @ray.remote(num_cpus=1)
 class Trial:
@@ -47,13 +49,14 @@ class Trial:
 started = time.perf_counter()
 actor = Trial.options(runtime_env=runtime_env).remote() if runtime_env else Trial.remote()
 ray.get(actor.first_line.remote())
-print(json.dumps(time.perf_counter() - started))
+print(json.dumps([time.perf_counter() - started, max(idle, default=0) / 2**20]))
 ray.shutdown()
 """
 
 
-def actor_start(system_config: dict, runtime_env: dict | None) -> float:
-    """Seconds from an actor's creation until its first method has returned, in a fresh Ray."""
+def actor_start(system_config: dict, runtime_env: dict | None) -> tuple[float, float]:
+    """Seconds from an actor's creation until its first method has returned, in a fresh Ray, and
+    the resident memory (MiB) of an idle worker before it."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps([system_config, runtime_env])],
         capture_output=True,
@@ -64,10 +67,13 @@ def actor_start(system_config: dict, runtime_env: dict | None) -> float:
 
 
 def main() -> None:
-    times = {name: actor_start(*settings) for name, settings in VARIANTS.items()}
-    baseline = times["Tune's way"]
-    for name, seconds in times.items():
-        print(f"{name:<28} {seconds:5.2f} s   {seconds / baseline:.2f}x Tune's way")
+    results = {name: actor_start(*settings) for name, settings in VARIANTS.items()}
+    baseline, idle_baseline = results["Tune's way"]
+    for name, (seconds, idle) in results.items():
+        print(
+            f"{name:<28} {seconds:5.2f} s   {seconds / baseline:.2f}x Tune's way   "
+            f"idle worker {idle:4.0f} MiB ({idle / idle_baseline:.1f}x)"
+        )
 
 
 if __name__ == "__main__":
