@@ -34,7 +34,7 @@ VARIANTS = {
 
 PROBE = """
 import json, os, sys, time
-import psutil, ray
+import ray, psutil  # Ray puts its bundled psutil on the path
 system_config, runtime_env = json.loads(sys.argv[1])
 ray.init(include_dashboard=False, log_to_driver=False, _system_config=system_config)
 time.sleep(10)  # prestarted workers import their modules meanwhile
