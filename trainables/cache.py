@@ -14,15 +14,16 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".sweeper-cache"
+T = TypeVar("T")
 
 
 def content_key(recipe: str, paths: Iterable[Path], root: Path) -> str:
@@ -78,3 +79,20 @@ def store_cached(data_dir: Path, prefix: str, key: str, entry: dict[str, Any]) -
             if stale != target:
                 stale.unlink(missing_ok=True)
         return
+
+
+def load_or_build(
+    data_dir: Path,
+    prefix: str,
+    key: str,
+    build: Callable[[], T],
+    to_entry: Callable[[T], dict[str, Any]],
+    from_entry: Callable[[dict[str, Any]], T],
+) -> T:
+    """The cached result of `key`, or else `build()`'s, which is then cached for later trials."""
+    entry = load_cached(data_dir, prefix, key)
+    if entry is not None:
+        return from_entry(entry)
+    result = build()
+    store_cached(data_dir, prefix, key, to_entry(result))
+    return result

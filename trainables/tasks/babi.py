@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
-from trainables.cache import content_key, load_cached, store_cached
+from trainables.cache import content_key, load_or_build
 from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
 from trainables.registry import TaskSpec, register_task
@@ -215,12 +215,11 @@ def load_babi(settings: BabiSettings) -> BabiData:
     """The encoded splits of the settings' tasks: from this process's memory, the disk cache, or
     the text files."""
     subset = "en" if settings.subset == "1k" else "en-10k"
-    files = babi_files(Path(settings.data_dir), subset, settings.tasks)
-    paths = tuple(files[task, split] for task in settings.tasks for split in ("train", "test"))
-    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    found = babi_files(Path(settings.data_dir), subset, settings.tasks)
+    files = tuple((task, found[task, "train"], found[task, "test"]) for task in settings.tasks)
+    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for _, *paths in files for p in paths)
     return _read_babi(
-        paths,
-        tuple(settings.tasks),
+        files,
         settings.valid_fraction,
         settings.data_seed,
         settings.max_story_sentences,
@@ -231,35 +230,21 @@ def load_babi(settings: BabiSettings) -> BabiData:
 
 @functools.lru_cache(maxsize=2)
 def _read_babi(
-    paths: tuple[Path, ...],
-    tasks: tuple[int, ...],
+    files: tuple[tuple[int, Path, Path], ...],
     valid_fraction: float,
     data_seed: int,
     keep: int | None,
     data_dir: Path,
     stamps: tuple[tuple[int, int], ...],
 ) -> BabiData:
+    tasks = [task for task, _, _ in files]
     recipe = f"babi v{ENCODING_VERSION} tasks={tasks} valid={valid_fraction} seed={data_seed} keep={keep}"
-    key = content_key(recipe, paths, data_dir)
-    prefix = f"babi-{paths[0].parent.name}"
-    entry = load_cached(data_dir, prefix, key)
-    if entry is not None:
-        return BabiData(
-            tuple(entry["vocabulary"]),
-            tuple(entry["answers"]),
-            {name: Encoded(**tensors) for name, tensors in entry["splits"].items()},
-        )
-    data = encode_babi(
-        dict(zip(tasks, zip(paths[::2], paths[1::2], strict=True), strict=True)),
-        valid_fraction,
-        data_seed,
-        keep,
-    )
-    store_cached(
+    return load_or_build(
         data_dir,
-        prefix,
-        key,
-        {
+        f"babi-{files[0][1].parent.name}",
+        content_key(recipe, [p for _, *paths in files for p in paths], data_dir),
+        lambda: encode_babi(files, valid_fraction, data_seed, keep),
+        lambda data: {
             "vocabulary": list(data.vocabulary),
             "answers": list(data.answers),
             "splits": {
@@ -267,17 +252,21 @@ def _read_babi(
                 for name, encoded in data.splits.items()
             },
         },
+        lambda entry: BabiData(
+            tuple(entry["vocabulary"]),
+            tuple(entry["answers"]),
+            {name: Encoded(**tensors) for name, tensors in entry["splits"].items()},
+        ),
     )
-    return data
 
 
 def encode_babi(
-    files: dict[int, tuple[Path, Path]], valid_fraction: float, data_seed: int, keep: int | None
+    files: tuple[tuple[int, Path, Path], ...], valid_fraction: float, data_seed: int, keep: int | None
 ) -> BabiData:
-    """Parse each task's (train, test) files, hold out the validation questions, and encode."""
+    """Parse each task's train and test file, hold out the validation questions, and encode."""
     split_gen = torch.Generator().manual_seed(data_seed)
     raw: dict[str, list[Question]] = {"train": [], "valid": [], "test": []}
-    for task, (train_file, test_file) in files.items():
+    for task, train_file, test_file in files:
         train = parse_babi(train_file, task)
         n_valid = max(1, round(valid_fraction * len(train)))
         if n_valid >= len(train):

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from trainables.cache import content_key, load_cached, store_cached
+from trainables.cache import content_key, load_or_build
 from trainables.data import (
     PTB_CHAR_FILES,
     PTB_WORD_FILES,
@@ -91,16 +91,14 @@ def load_corpus(task: str, data_dir: Path, names: tuple[str, ...], characters: b
 
 @functools.lru_cache(maxsize=4)
 def _read_corpus(paths: tuple[Path, ...], characters: bool, stamps: tuple[tuple[int, int], ...]) -> Corpus:
-    key = corpus_key(paths, characters)
-    prefix = f"{paths[0].stem}-{'chars' if characters else 'words'}"
-    cached = load_cached_corpus(paths[0].parent, prefix, key)
-    if cached is not None:
-        return cached
-    corpus = tokenize_corpus(paths, characters)
-    store_cached(
-        paths[0].parent, prefix, key, {"vocabulary": list(corpus.vocabulary), "splits": corpus.splits}
+    return load_or_build(
+        paths[0].parent,
+        f"{paths[0].stem}-{'chars' if characters else 'words'}",
+        corpus_key(paths, characters),
+        lambda: tokenize_corpus(paths, characters),
+        lambda corpus: {"vocabulary": list(corpus.vocabulary), "splits": corpus.splits},
+        lambda entry: Corpus(tuple(entry["vocabulary"]), dict(entry["splits"])),
     )
-    return corpus
 
 
 def tokenize_corpus(paths: tuple[Path, ...], characters: bool) -> Corpus:
@@ -115,13 +113,6 @@ def tokenize_corpus(paths: tuple[Path, ...], characters: bool) -> Corpus:
 def corpus_key(paths: tuple[Path, ...], characters: bool) -> str:
     """SHA-256 of the files' names and contents and of how they are tokenized."""
     return content_key(f"corpus v{CACHE_VERSION} characters={characters}", paths, paths[0].parent)
-
-
-def load_cached_corpus(data_dir: Path, prefix: str, key: str) -> Corpus | None:
-    entry = load_cached(data_dir, prefix, key)
-    if entry is None:
-        return None
-    return Corpus(tuple(entry["vocabulary"]), dict(entry["splits"]))
 
 
 def batchify(ids: torch.Tensor, columns: int) -> torch.Tensor:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from trainables.cache import content_key, load_cached, store_cached
+from trainables.cache import content_key, load_or_build
 from trainables.data import DataDir, DataError, MissingDataError, check_directory
 from trainables.registry import TaskSpec, register_task
 from trainables.tasks.base import Task
@@ -191,28 +191,25 @@ def _features(
 ) -> dict[str, list[torch.Tensor]]:
     sizes = ",".join(f"{name}:{len(files)}" for name, files in splits)
     recipe = f"timit features v{FEATURES_VERSION} rate={SAMPLE_RATE} window={WINDOW} hop={HOP} floor={FLOOR} {sizes}"
-    key = content_key(recipe, [p for _, files in splits for p in files], data_dir)
-    entry = load_cached(data_dir, "timit-features", key)
-    if entry is not None:
-        return {
-            name: list(torch.split(entry["frames"][name], entry["lengths"][name].tolist()))
-            for name, _ in splits
-        }
-    features = {
-        name: [log_spectrogram(load_utterance(p).unsqueeze(0))[0] for p in files] for name, files in splits
-    }
-    store_cached(
+    return load_or_build(
         data_dir,
         "timit-features",
-        key,
-        {
+        content_key(recipe, [p for _, files in splits for p in files], data_dir),
+        lambda: {
+            name: [log_spectrogram(load_utterance(p).unsqueeze(0))[0] for p in files]
+            for name, files in splits
+        },
+        lambda features: {
             "frames": {name: torch.cat(utterances) for name, utterances in features.items()},
             "lengths": {
                 name: torch.tensor([len(u) for u in utterances]) for name, utterances in features.items()
             },
         },
+        lambda entry: {
+            name: list(torch.split(entry["frames"][name], entry["lengths"][name].tolist()))
+            for name, _ in splits
+        },
     )
-    return features
 
 
 class Timit(Task):

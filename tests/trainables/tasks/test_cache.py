@@ -179,7 +179,7 @@ def test_trials_reusing_a_process_skip_the_disk(tmp_path, corpora, decoded, monk
     data = tmp_path / "timit"
     corpora.write_speech(data, count=8)
     first = build_timit(data)
-    monkeypatch.setattr(speech, "load_cached", lambda *args: pytest.fail("read the disk cache again"))
+    monkeypatch.setattr(speech, "load_or_build", lambda *args: pytest.fail("read the disk cache again"))
     second = build_timit(data, fresh_process=False)
     assert len(decoded) == 8 and same_features(first, second)
 
