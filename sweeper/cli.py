@@ -151,11 +151,11 @@ def launch(
     worst = 0
     for spec, (url, uri) in zip(specs, targets, strict=True):
         if url.startswith("sqlite"):  # refused on a multi-node cluster before its file is made
-            _connect(address, url, verbose)
+            _connect(address, url, verbose, specs)
             store = _open_store(url)
         else:  # an unreachable server is reported before any Ray starts
             store = _open_store(url)
-            _connect(address, url, verbose)
+            _connect(address, url, verbose, specs)
         record = create_sweep(spec, store, uri, profile, address)
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(url)}")
         click.echo(f"  MLflow UI: {ui_command(uri)}")
@@ -164,11 +164,12 @@ def launch(
     sys.exit(worst)
 
 
-def _connect(address: str | None, storage_url: str, verbose: bool) -> None:
+def _connect(address: str | None, storage_url: str, verbose: bool, specs: list[SweepSpec]) -> None:
     from sweeper.launch import connect_ray
+    from sweeper.workers import local_cpus
 
     try:
-        connect_ray(address, storage_url, verbose)
+        connect_ray(address, storage_url, verbose, local_cpus(specs))
     except StoreError as exc:
         raise BadInput(str(exc)) from None
 
@@ -201,7 +202,7 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
-    _connect(address, store.url, verbose)
+    _connect(address, store.url, verbose, [load_record_spec(record)])
     fixed = reconcile(store, record)
     if fixed:
         click.echo(
@@ -439,7 +440,7 @@ def confirm(
     if not select_studies(record, task, model):
         known = ", ".join(f"{s.task}/{s.model}" for s in record.studies)
         raise BadInput(f"no study of {record.name} matches --task/--model (studies: {known})")
-    _connect(address, store.url, verbose)
+    _connect(address, store.url, verbose, [load_record_spec(record)])
     outcome, notes = run_confirmation(
         store, record, seeds=seeds, task=task, model=model, address=address, verbose=verbose, results=results
     )

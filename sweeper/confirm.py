@@ -35,6 +35,7 @@ from sweeper.search import RUN_ID_WAIT_S, Progress, ResultRecorder, TrialOutcome
 from sweeper.spec import SweepSpec, parse_spec, trial_config
 from sweeper.store import DEFAULT_HOME, ConfirmationRecord, Store, StudyRecord, SweepRecord, now
 from sweeper.tracking import Tracker
+from sweeper.workers import local_cpus
 
 CONFIRM_SEED_OFFSET = 1_000_000  # confirmation seeds never collide with a sweep trial's seed
 
@@ -297,7 +298,7 @@ def run_confirmation(
     tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
     searcher = ConfirmationSearcher(store, spec, jobs, tracker, record.mlflow_experiment_id)
     quiet_environment(verbose)
-    start_ray(address, verbose)
+    start_ray(address, verbose, local_cpus([spec]))
     started = time.monotonic()
 
     def render() -> Any:

@@ -37,7 +37,13 @@ from sweeper.spec import IntRange, SweepSpec, parse_spec
 from sweeper.store import DEFAULT_HOME, Store, StoreError, StudyRecord, SweepRecord, now, redact
 from sweeper.tracking import Tracker, resolve_tracking_uri
 from sweeper.urls import scrub
-from sweeper.workers import local_ray_options, trial_actors_without_runtime_env
+from sweeper.workers import (
+    TrialResources,
+    keep_starting_trial_actors,
+    local_cpus,
+    local_ray_options,
+    trial_actors_without_runtime_env,
+)
 from trainables.registry import plugin_modules
 from trainables.train import TRAINING
 
@@ -240,16 +246,19 @@ class _BudgetStopper(Stopper):
         return self.searcher.stop_reason is not None
 
 
-def connect_ray(address: str | None, storage_url: str, verbose: bool = False) -> None:
+def connect_ray(
+    address: str | None, storage_url: str, verbose: bool = False, cpus: int | None = None
+) -> None:
     """Start or join Ray, refusing SQLite when trials could run on several machines.
 
     SQLite locks break across hosts and on network filesystems; a multi-node sweep needs a
     database server. Checked before a sweep is registered, so a refused launch registers nothing.
+    `cpus` sizes a local Ray (`sweeper.workers.local_cpus`).
     """
     import ray
 
     quiet_environment(verbose)
-    start_ray(address, verbose)
+    start_ray(address, verbose, cpus)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     if len(nodes) > 1 and make_url(storage_url).get_backend_name() == "sqlite":
         raise StoreError(
@@ -258,7 +267,8 @@ def connect_ray(address: str | None, storage_url: str, verbose: bool = False) ->
         )
 
 
-def start_ray(address: str | None, verbose: bool) -> None:
+def start_ray(address: str | None, verbose: bool, cpus: int | None = None) -> None:
+    """Join the Ray at `address`, or start a local one with `cpus` logical CPUs (None: all)."""
     import ray
 
     if ray.is_initialized():
@@ -266,7 +276,7 @@ def start_ray(address: str | None, verbose: bool) -> None:
     level = logging.INFO if verbose else logging.WARNING
     kwargs: dict[str, Any] = {"log_to_driver": verbose, "logging_level": level, "include_dashboard": False}
     if address is None:
-        ray.init(**kwargs, **local_ray_options())
+        ray.init(**kwargs, num_cpus=cpus, **local_ray_options())
     else:
         ray.init(address=address, **kwargs)
 
@@ -388,7 +398,7 @@ def run_sweep(
         return Outcome(record.name, "finished", "time budget exhausted")
 
     quiet_environment(verbose)
-    start_ray(address, verbose)
+    start_ray(address, verbose, local_cpus([spec]))
     started = time.monotonic()
     deadline = None if remaining_time is None else started + remaining_time
     driver_died = record.status == "running"  # its last MLflow writes may never have been made
@@ -487,7 +497,7 @@ def run_tune(
 
     live = make_live()
     tuner = tune.Tuner(
-        tune.with_resources(_trainable(), lambda config: spec.resources.for_model(config["model"])),
+        trial_trainable(spec),
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             scheduler=scheduler,
@@ -505,7 +515,12 @@ def run_tune(
         ),
     )
     try:
-        with _stop_on_signals(searcher), live, trial_actors_without_runtime_env():
+        with (
+            _stop_on_signals(searcher),
+            live,
+            trial_actors_without_runtime_env(),
+            keep_starting_trial_actors(),
+        ):
             live.update(render(), refresh=True)
             tuner.fit()
             live.update(render(), refresh=True)
@@ -513,14 +528,19 @@ def run_tune(
         searcher.stop_reason = searcher.stop_reason or f"{INTERRUPTED} by SIGINT"
 
 
-def _trainable() -> Any:
-    """The trial function, handed the driver's plugins explicitly rather than through a runtime
-    environment, which would keep trials off the warm workers (`sweeper.workers`)."""
+def trial_trainable(spec: SweepSpec) -> Any:
+    """The trial function with what each trial reserves, as Tune creates its actors from it.
+
+    The driver's plugins are handed over explicitly rather than through a runtime environment,
+    which would keep trials off the warm workers; and nothing in it refers to the spec, which
+    a new trial process would otherwise import to create the actor (`sweeper.workers`).
+    """
     from ray import tune
 
     from sweeper.trial import run_trial
 
-    return tune.with_parameters(run_trial, plugins=plugin_modules())
+    resources = TrialResources({model: spec.resources.for_model(model) for model in spec.models})
+    return tune.with_resources(tune.with_parameters(run_trial, plugins=plugin_modules()), resources)
 
 
 def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:

@@ -10,32 +10,132 @@ Lightning). Sweeper therefore puts that variable in the environment the local Ra
 creates its trial actors without a runtime environment of their own, so they land on the warm
 idle workers. (`benchmarks/worker_start.py` and `overhead.py` measure it.)
 
-Ray nodes started elsewhere (`ray start`, Kubernetes) read the same setting from the
-`RAY_preload_python_modules` environment variable (`deploy/` sets it).
+Ray starts one idle worker per logical CPU, so a local Ray gets as many CPUs as the sweep's
+concurrent trials reserve (`local_cpus`): the workers it starts are the ones the trials use, and
+the machine's other cores stay with the driver while those import. Those workers must still be
+there when the trials ask for them (`IDLE_WORKER_KEEP_MS`), and Tune must not stop the actor of
+a trial that is starting on one (`keep_starting_trial_actors`). What Tune unpickles in a trial
+process to create the trial's actor is kept light (`TrialResources`).
+
+Ray nodes started elsewhere (`ray start`, Kubernetes) read the same settings from the
+`RAY_preload_python_modules` and `RAY_idle_worker_killing_time_threshold_ms` environment
+variables (`deploy/` sets them).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeper.spec import SweepSpec
 
 PRELOAD_ENV = "RAY_preload_python_modules"
 PRELOAD_MODULES = ("ray.tune", "torch", "torch._dynamo", "trainables.train", "sweeper.trial")
+# Tune's Trainable.__init__ imports IPython when it is installed (0.1 s in each new trial process)
+PRELOAD_IF_INSTALLED = ("IPython.core.interactiveshell",)
 TUNE_ACTOR_ENV_VARS = {"PL_DISABLE_FORK": "1"}
+# Ray stops idle workers beyond the node's *available* CPUs once idle for a second. Tune's
+# placement groups take those CPUs a moment before its actors ask for workers, so the preloaded
+# workers were stopped just before use and cold ones started instead: keep them 10 minutes.
+IDLE_KILL_CONFIG = "idle_worker_killing_time_threshold_ms"
+IDLE_KILL_ENV = f"RAY_{IDLE_KILL_CONFIG}"
+IDLE_WORKER_KEEP_MS = 600_000
+
+
+def preload_modules() -> tuple[str, ...]:
+    """What idle workers import before their first trial: `PRELOAD_MODULES`, plus what Tune
+    imports in a trial's actor from the packages this environment happens to have."""
+    installed = tuple(
+        name for name in PRELOAD_IF_INSTALLED if importlib.util.find_spec(name.split(".")[0]) is not None
+    )
+    return PRELOAD_MODULES + installed
 
 
 def local_ray_options() -> dict[str, object]:
-    """`ray.init` options for a local Ray whose idle workers import what a trial needs.
+    """`ray.init` options for a local Ray whose idle workers import what a trial needs, and are
+    still there when the trials ask for them.
 
     Also exports Tune's actor variables, which the local Ray's workers inherit from this process.
-    A preload list the user set in the environment wins.
+    Settings the user made in the environment win.
     """
     for name, value in TUNE_ACTOR_ENV_VARS.items():
         os.environ.setdefault(name, value)
-    if PRELOAD_ENV in os.environ:
-        return {}
-    return {"_system_config": {"preload_python_modules": list(PRELOAD_MODULES)}}
+    config: dict[str, object] = {}
+    if PRELOAD_ENV not in os.environ:
+        config["preload_python_modules"] = list(preload_modules())
+    if IDLE_KILL_ENV not in os.environ:
+        config[IDLE_KILL_CONFIG] = IDLE_WORKER_KEEP_MS
+    return {"_system_config": config} if config else {}
+
+
+def local_cpus(specs: Iterable[SweepSpec]) -> int | None:
+    """Logical CPUs for a local Ray that runs these sweeps: what their concurrent trials reserve,
+    and at least one per concurrent trial, so that each finds an idle, preloaded worker.
+
+    None (the machine's count, Ray's default) where a sweep sets no `budget.max_concurrent`, or
+    asks for more than the machine has: then, as before, Ray's CPUs are what limit the trials.
+    """
+    machine = os.cpu_count() or 1
+    wanted = 0
+    for spec in specs:
+        concurrent = spec.budget.max_concurrent
+        if concurrent is None:
+            return None
+        per_trial = max(spec.resources.for_model(model)["cpu"] for model in spec.models)
+        wanted = max(wanted, concurrent, math.ceil(round(concurrent * per_trial, 9)))
+    return wanted if 0 < wanted <= machine else None
+
+
+@contextmanager
+def keep_starting_trial_actors() -> Iterator[None]:
+    """While open, Tune does not stop a trial's actor that is starting on a worker in order to
+    give the trial a finished trial's actor instead; that actor goes to the next trial.
+
+    Tune's actor reuse does stop it, which stops its worker process too: with trials shorter
+    than a worker's start, the second slot's preloaded worker was stopped the moment it was
+    ready and a cold one started in its place, again and again, so a sweep of short trials at
+    concurrency 2 ran in one process while the replacements' imports took CPU from it. An actor
+    still waiting for resources is handed over as before (the finished trial's actor may hold
+    them). Another Ray version whose controller lacks what this reads keeps Tune's behaviour.
+    """
+    from ray.tune.execution.tune_controller import TuneController
+
+    original = TuneController._maybe_reuse_cached_actor
+
+    def reuse_unless_starting(controller: Any, trial: Any) -> bool:
+        actor = getattr(controller, "_trial_to_actor", {}).get(trial)
+        manager = getattr(controller, "_actor_manager", None)
+        live = getattr(manager, "_live_actors_to_ray_actors_resources", {})
+        started = getattr(controller, "_started_actors", None)
+        if actor is not None and started is not None and actor in live and actor not in started:
+            return False
+        return original(controller, trial)
+
+    TuneController._maybe_reuse_cached_actor = reuse_unless_starting
+    try:
+        yield
+    finally:
+        TuneController._maybe_reuse_cached_actor = original
+
+
+@dataclass(frozen=True)
+class TrialResources:
+    """What a trial reserves, by model: Tune's `with_resources` callable.
+
+    Tune pickles it into the trial actor's class; a closure over the sweep's spec would make every
+    new trial process import the spec's module (pydantic models, SQLAlchemy: 0.3 s) to create it.
+    """
+
+    by_model: dict[str, dict[str, float]]
+
+    def __call__(self, config: dict[str, Any]) -> dict[str, float]:
+        return self.by_model[config["model"]]
 
 
 @contextmanager

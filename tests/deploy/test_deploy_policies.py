@@ -248,15 +248,23 @@ def test_the_head_takes_no_trials_and_gpu_workers_scale_from_zero(resources: lis
 
 
 def test_trial_workers_start_warm(resources: list[Resource]) -> None:
-    """The workers' raylets preload what `sweeper.workers` preloads in a local Ray, and give the
-    workers Tune's actor variables, which sweeper's trial actors no longer carry themselves."""
-    from sweeper.workers import PRELOAD_ENV, PRELOAD_MODULES, TUNE_ACTOR_ENV_VARS
+    """The workers' raylets preload what `sweeper.workers` preloads in a local Ray, keep idle
+    workers as long, and give the workers Tune's actor variables, which sweeper's trial actors
+    no longer carry themselves."""
+    from sweeper.workers import (
+        IDLE_KILL_ENV,
+        IDLE_WORKER_KEEP_MS,
+        PRELOAD_ENV,
+        PRELOAD_MODULES,
+        TUNE_ACTOR_ENV_VARS,
+    )
 
     for resource in ray_resources(resources):
         for group in ray_cluster_spec(resource)["workerGroupSpecs"]:
             env = env_of(group["template"]["spec"]["containers"][0])
             where = f"{resource['metadata']['name']} {group['groupName']}"
             assert env.get(PRELOAD_ENV, {}).get("value") == ",".join(PRELOAD_MODULES), where
+            assert env.get(IDLE_KILL_ENV, {}).get("value") == str(IDLE_WORKER_KEEP_MS), where
             for name, value in TUNE_ACTOR_ENV_VARS.items():
                 assert env.get(name, {}).get("value") == value, where
 

@@ -4,6 +4,8 @@
   paying a process start and the imports of torch and the trainables each.
 - Warm workers: that process was started by Ray before the sweep asked for it, and had imported
   what a trial needs (`torch._dynamo` included) before its first trial.
+- A late worker: the second of two slots takes trials even when trials are shorter than its
+  start (Tune would stop its starting actor and hand the first worker's to its trial).
 - Checkpoints: a trial keeps only its newest on disk, and none once it has ended.
 """
 
@@ -77,6 +79,39 @@ def test_consecutive_trials_reuse_one_worker_process(tmp_path) -> None:
     runs = client.search_runs([experiment.experiment_id], "tags.`sweeper.role` = 'trial'")
     assert len(runs) == 3
     assert {run.data.metrics["worker_pid"] for run in runs} == stored_pids
+
+
+def test_a_worker_that_starts_late_still_takes_trials(tmp_path: Path) -> None:
+    """At concurrency 2 with trials shorter than the second worker's start, both workers run
+    trials: the second one's actor is not stopped in favour of the first worker's."""
+    from sweeper.workers import PRELOAD_ENV, PRELOAD_MODULES
+
+    spec = fixed_work_sweep(
+        "late", 0.01, {"name": "none"}, trials=40, concurrency=2, iterations=10, eval_every=10
+    )
+    storage = f"sqlite:///{tmp_path / 'sweeper.db'}"
+    env = cli_env(
+        {
+            "SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin",
+            PRELOAD_ENV: ",".join((*PRELOAD_MODULES, "sweeper_slow_start")),
+            "SWEEPER_SLOW_START_DIR": str(tmp_path),
+            "SWEEPER_SLOW_START_S": "3",
+        }
+    )
+    config = write_spec(tmp_path, spec)
+    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_cli(["launch", str(config), "--storage", storage, "--tracking-uri", tracking], tmp_path, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    store = Store(storage)
+    try:
+        (study,) = store.get_sweep("late-1").studies
+        trials = optuna.load_study(study_name=study.study_name, storage=store.optuna).get_trials()
+    finally:
+        store.dispose()
+    assert len(trials) == 40
+    per_process = Counter(trial.user_attrs["final_metrics"]["worker_pid"] for trial in trials)
+    assert len(per_process) == 2, f"trials per worker process: {dict(per_process)}"
 
 
 def test_a_trial_keeps_only_its_newest_checkpoint_and_none_once_ended(tmp_path: Path) -> None:
