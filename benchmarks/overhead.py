@@ -12,10 +12,12 @@ imported torch and Ray Tune (which the in-process baseline did before it was tim
 serial* is sweeper's wall time against the Optuna loop one trial at a time: what running
 trials in parallel processes gains over the plain loop. The sweeper wall time is split by the
 trials' own timestamps into start-up (until the first trial starts), the gaps between
-consecutive trials in one worker process, and the tail. Every row starts a new local Ray, as
-every launch does, after its baseline has run; Ray's start is printed apart (a sweep pays it
-once), while the idle workers' imports that go on after it (`sweeper.workers`) are in the
-figures wherever registration did not hide them.
+consecutive trials in one worker process, and the tail. Every sweeper row runs in a process of
+its own, after its baseline has run, as a launch does: it starts a new local Ray sized to the
+sweep, then registers the sweep (imports of MLflow and the rest included), then runs it. Ray's
+start and the registration are printed apart (a sweep pays them once), while the idle workers'
+imports that go on after them (`sweeper.workers`) are in the figures wherever registration did
+not hide them; *launch s* is all three together, Ray's start to the sweep's end.
 
     python benchmarks/overhead.py                  # 20 trials of 0.1 s and of 1 s, concurrency 1 and 2
     python benchmarks/overhead.py --quick          # 8 and 4 trials
@@ -31,10 +33,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import math
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,11 +47,12 @@ from typing import Any
 
 import optuna
 import torch
-from sweeps import fixed_work_spec, handoff_gaps, run_sweep_in_process, use_plugin
+from sweeps import fixed_work_spec, fresh_ray, handoff_gaps, run_sweep_in_process, use_plugin
 
 STEPS = 10  # each trial's work is split over 10 steps, reported twice (steps 5 and 10)
 EVAL_EVERY = 5
 PACKINGS = (1, 2, 4, 8)
+ROW = "overhead-row: "  # how a sweeper row's child process hands back its figures
 
 
 def calibrate_matmuls(seconds: float) -> int:
@@ -113,92 +118,94 @@ def optuna_loop(settings: dict[str, Any], trials: int, concurrency: int) -> floa
 def sweeper_run(
     settings: dict[str, Any], trials: int, concurrency: int, profile: int
 ) -> tuple[float, dict[str, float]]:
-    """Seconds `run_sweep` takes for the trials, and where the time went."""
+    """Seconds `run_sweep` takes for the trials, and where the time went, measured in a new
+    process started for it, as each `sweeper launch` is: registration imports MLflow and the
+    rest as a launch does, and Ray starts anew."""
+    job = {"settings": settings, "trials": trials, "concurrency": concurrency, "profile": profile}
+    result = subprocess.run(
+        [sys.executable, __file__, "--row", json.dumps(job)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        sys.exit(f"the sweeper row failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    lines = result.stdout.splitlines()
+    row = json.loads(next(line for line in reversed(lines) if line.startswith(ROW))[len(ROW) :])
+    if profile:
+        print("\n".join(line for line in lines if not line.startswith(ROW)))
+    return row["wall"], row["parts"]
+
+
+def sweeper_row(job: dict[str, Any]) -> None:
+    """The child side of `sweeper_run`: start Ray, register and run the sweep, print the row."""
+    from sweeper.launch import quiet_environment
+
+    quiet_environment(verbose=False)
+    trials = job["trials"]
     spec = fixed_work_spec(
         "overhead",
         ["gru"],
         trials,
-        concurrency,
-        settings,
+        job["concurrency"],
+        job["settings"],
         iterations=STEPS,
         eval_every=EVAL_EVERY,
         grace_period=STEPS,
     )
+    ray_s = fresh_ray(spec)
     with tempfile.TemporaryDirectory(prefix="sweeper-overhead-") as tmp:
         directory = Path(tmp)
         storage = f"sqlite:///{directory / 'sweeper.db'}"
-        profiler = cProfile.Profile() if profile else None
+        profiler = cProfile.Profile() if job["profile"] else None
         if profiler is not None:
             profiler.enable()
         run = run_sweep_in_process(spec, storage, directory, address=None)
         if profiler is not None:
             profiler.disable()
             text = io.StringIO()
-            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(profile)
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(job["profile"])
             print(text.getvalue())
     if run.status != "finished" or len(run.trials) != trials:
-        raise SystemExit(f"the sweep ended {run.status} with {len(run.trials)} of {trials} trials")
+        sys.exit(f"the sweep ended {run.status} with {len(run.trials)} of {trials} trials")
     first = min(t.started for t in run.trials)
     last = max(t.reported for t in run.trials)
     gaps = handoff_gaps(run.trials)
     parts = {
+        "ray": ray_s,
         "register": run.create_s,
         "startup": first - (run.started + run.create_s),
         "gap": statistics.mean(gaps) if gaps else math.nan,
         "tail": run.ended - last,
         "processes": len({t.pid for t in run.trials}),
     }
-    return run.run_s, parts
-
-
-def fresh_ray() -> float:
-    """Start a new local Ray as `sweeper launch` does; return the seconds it took.
-
-    Each configuration gets its own, as each launch does: a Ray that ran a sweep before holds
-    fewer idle workers than a new one starts with.
-    """
-    import ray
-
-    from sweeper.launch import start_ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    started = time.perf_counter()
-    start_ray(None, verbose=False)
-    return time.perf_counter() - started
+    print(ROW + json.dumps({"wall": run.run_s, "parts": parts}), flush=True)
 
 
 def overhead(args: argparse.Namespace) -> None:
-    import ray
-
-    from sweeper.launch import quiet_environment
     from trainables.registry import load_all
 
     load_all()  # a trial process imports the models and tasks once; so does the baseline, untimed
-    quiet_environment(verbose=False)
     print(
-        f"machine: {os.cpu_count()} CPUs; Ray is started anew for every row (its start, 'ray s', is not in the figures)"
+        f"machine: {os.cpu_count()} CPUs; each sweeper row runs in a new process with a new Ray, as a launch does"
     )
     counts = {0.1: 8, 1.0: 4} if args.quick else {0.1: args.trials, 1.0: args.trials}
     counts = {seconds: n for seconds, n in counts.items() if seconds in args.seconds}
     print(
         f"{'work':>6} {'conc':>4} {'trials':>6} {'optuna s':>9} {'sweeper s':>9} {'ratio':>6} {'warm':>5} "
         f"{'vs serial':>9} {'overhead/trial':>14} {'ray s':>5} {'register':>8} {'startup':>7} {'gap':>6} "
-        f"{'tail':>5} {'procs':>5}"
+        f"{'tail':>5} {'procs':>5} {'launch s':>8}"
     )
     for seconds, trials in counts.items():
         settings = work_settings(args.work, seconds)
         serial = optuna_loop(settings, trials, 1)  # before Ray starts: nothing else runs
         for concurrency in args.concurrency:
             baseline = serial if concurrency == 1 else optuna_loop(settings, trials, concurrency)
-            ray_s = fresh_ray()
             wall, parts = sweeper_run(settings, trials, concurrency, args.profile)
-            ray.shutdown()
+            launch = parts["ray"] + parts["register"] + wall
             print(
                 f"{seconds:>5g}s {concurrency:>4} {trials:>6} {baseline:>9.2f} {wall:>9.2f} "
                 f"{wall / baseline:>6.2f} {(wall - parts['startup']) / baseline:>5.2f} {wall / serial:>9.2f} "
-                f"{(wall - baseline) / trials:>12.2f} s {ray_s:>5.2f} {parts['register']:>8.2f} "
-                f"{parts['startup']:>7.2f} {parts['gap']:>6.2f} {parts['tail']:>5.2f} {parts['processes']:>5.0f}",
+                f"{(wall - baseline) / trials:>12.2f} s {parts['ray']:>5.2f} {parts['register']:>8.2f} "
+                f"{parts['startup']:>7.2f} {parts['gap']:>6.2f} {parts['tail']:>5.2f} {parts['processes']:>5.0f} "
+                f"{launch:>8.2f}",
                 flush=True,
             )
 
@@ -209,10 +216,10 @@ def gpu_packing(args: argparse.Namespace) -> None:
         sys.exit("--gpu-packing needs a CUDA GPU and none is visible here: nothing was run")
     import ray
 
-    from sweeper.launch import quiet_environment
+    from sweeper.launch import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
-    fresh_ray()
+    start_ray(None, verbose=False)
     gpus = int(ray.cluster_resources().get("GPU", 0))
     cpus = ray.cluster_resources().get("CPU", 1)
     print(f"GPUs: {gpus} x {torch.cuda.get_device_name(0)}, {cpus:g} CPUs, model {args.model}")
@@ -236,7 +243,7 @@ def gpu_packing(args: argparse.Namespace) -> None:
             "resources": {"cpus": min(1.0, cpus / concurrency), "gpus": 1 / per_gpu},
             "seed": 0,
         }
-        fresh_ray()
+        fresh_ray(spec)
         with tempfile.TemporaryDirectory(prefix="sweeper-packing-") as tmp:
             run = run_sweep_in_process(spec, f"sqlite:///{Path(tmp) / 's.db'}", Path(tmp), None)
         rate = trials / run.run_s * 3600
@@ -268,9 +275,12 @@ def main() -> None:
     )
     parser.add_argument("--gpu-packing", action="store_true", help="trials/hour at 1, 2, 4, 8 trials per GPU")
     parser.add_argument("--model", default="gru", help="the model --gpu-packing trains (denoise, 128 units)")
+    parser.add_argument("--row", help=argparse.SUPPRESS)  # one sweeper row, in its own process
     args = parser.parse_args()
     use_plugin()
-    if args.gpu_packing:
+    if args.row:
+        sweeper_row(json.loads(args.row))
+    elif args.gpu_packing:
         gpu_packing(args)
     else:
         overhead(args)

@@ -103,6 +103,26 @@ class SweepRun:
         return self.started + self.create_s + self.run_s
 
 
+def fresh_ray(spec: dict[str, Any]) -> float:
+    """Start a new local Ray as `sweeper launch` does for `spec`; return the seconds it took.
+
+    Each sweep gets its own, as each launch does: sized to the sweep (`sweeper.workers.local_cpus`),
+    and with all its idle workers, where a Ray that ran a sweep before holds fewer.
+    """
+    import ray
+
+    from sweeper.launch import start_ray
+    from sweeper.spec import parse_spec
+    from sweeper.workers import local_cpus
+
+    if ray.is_initialized():
+        ray.shutdown()
+    parsed = parse_spec(yaml.safe_dump(spec, sort_keys=False), f"benchmark {spec['name']}")
+    started = time.perf_counter()
+    start_ray(None, verbose=False, cpus=local_cpus([parsed]))
+    return time.perf_counter() - started
+
+
 def run_sweep_in_process(
     spec: dict[str, Any], storage: str, directory: Path, address: str | None
 ) -> SweepRun:
