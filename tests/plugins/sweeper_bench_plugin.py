@@ -45,9 +45,9 @@ class FixedWork(Task):
 
     Reports `worker_pid`, `process_started_at`, `trial_started_at` and `reported_at` (epoch
     seconds) with every validation result, so readers can tell which process ran a trial, since
-    when it existed, and for how long the trial ran; and `dynamo_preloaded`, whether
+    when it existed, and for how long the trial ran; `dynamo_preloaded`, whether
     `torch._dynamo` (which a process imports with its first optimizer) was imported before the
-    trial built its optimizers.
+    trial built its optimizers; and `torch_threads`, the threads torch computes with.
     """
 
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
@@ -81,6 +81,7 @@ class FixedWork(Task):
             "process_started_at": psutil.Process().create_time(),
             "trial_started_at": self.started_at,
             "dynamo_preloaded": self.dynamo_preloaded,
+            "torch_threads": float(torch.get_num_threads()),
             "reported_at": time.time(),
         }
 

@@ -3,7 +3,8 @@
 - Actor reuse: with one trial at a time, consecutive trials run in one worker process instead of
   paying a process start and the imports of torch and the trainables each.
 - Warm workers: that process was started by Ray before the sweep asked for it, and had imported
-  what a trial needs (`torch._dynamo` included) before its first trial.
+  what a trial needs (`torch._dynamo` included) before its first trial, and yet its trials
+  compute with the one thread their one CPU allows.
 - A late worker: the second of two slots takes trials even when trials are shorter than its
   start (Tune would stop its starting actor and hand the first worker's to its trial).
 - Checkpoints: a trial keeps only its newest on disk, and none once it has ended.
@@ -73,6 +74,8 @@ def test_consecutive_trials_reuse_one_worker_process(tmp_path) -> None:
     sweep_started = record.started_at.replace(tzinfo=dt.UTC).timestamp()
     assert first["final_metrics"]["process_started_at"] < sweep_started, "a worker was started for the trial"
     assert first["final_metrics"]["dynamo_preloaded"] == 1.0, "the worker had not imported torch._dynamo"
+    # torch was imported before Ray gave the worker its one CPU; the trial computes with one thread
+    assert {trial.user_attrs["final_metrics"]["torch_threads"] for trial in trials} == {1.0}
 
     client = MlflowClient(tracking)
     (experiment,) = [e for e in client.search_experiments() if e.name == "reuse-1"]
