@@ -106,7 +106,10 @@ def keep_starting_trial_actors() -> Iterator[None]:
     """
     from ray.tune.execution.tune_controller import TuneController
 
-    original = TuneController._maybe_reuse_cached_actor
+    original = getattr(TuneController, "_maybe_reuse_cached_actor", None)
+    if original is None:
+        yield
+        return
 
     def reuse_unless_starting(controller: Any, trial: Any) -> bool:
         actor = getattr(controller, "_trial_to_actor", {}).get(trial)
