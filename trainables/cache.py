@@ -38,6 +38,13 @@ def content_key(recipe: str, paths: Iterable[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
+def file_stamps(paths: Iterable[Path]) -> tuple[tuple[int, int], ...]:
+    """Each file's modification time and size: part of a per-process cache key, so a trial that
+    reuses a worker after a data file changed reads the file again (the content key then decides
+    whether the disk cache still holds)."""
+    return tuple((stat.st_mtime_ns, stat.st_size) for stat in (path.stat() for path in paths))
+
+
 def cache_dirs(data_dir: Path) -> list[Path]:
     """Where an entry may live, in order: beside the data, then the user's cache directory."""
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")

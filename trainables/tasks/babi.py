@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
-from trainables.cache import content_key, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build
 from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
 from trainables.registry import TaskSpec, register_task
@@ -217,7 +217,7 @@ def load_babi(settings: BabiSettings) -> BabiData:
     subset = "en" if settings.subset == "1k" else "en-10k"
     found = babi_files(Path(settings.data_dir), subset, settings.tasks)
     files = tuple((task, found[task, "train"], found[task, "test"]) for task in settings.tasks)
-    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for _, *paths in files for p in paths)
+    stamps = file_stamps(p for _, *paths in files for p in paths)
     return _read_babi(
         files,
         settings.valid_fraction,

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from trainables.cache import content_key, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build
 from trainables.data import (
     PTB_CHAR_FILES,
     PTB_WORD_FILES,
@@ -85,8 +85,7 @@ def load_corpus(task: str, data_dir: Path, names: tuple[str, ...], characters: b
     on disk (see the module's docstring), since a sweep starts many processes.
     """
     paths = require_files(task, data_dir, names)
-    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
-    return _read_corpus(tuple(paths), characters, stamps)
+    return _read_corpus(tuple(paths), characters, file_stamps(paths))
 
 
 @functools.lru_cache(maxsize=4)

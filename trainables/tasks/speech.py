@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from trainables.cache import content_key, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build
 from trainables.data import DataDir, DataError, MissingDataError, check_directory
 from trainables.registry import TaskSpec, register_task
 from trainables.tasks.base import Task
@@ -181,7 +181,7 @@ def load_features(settings: TimitSettings) -> dict[str, list[torch.Tensor]]:
     """Each split's log spectrograms, (frames, 129) per utterance: from this process's memory,
     the disk cache, or the audio."""
     splits = tuple((name, tuple(files)) for name, files in split_files(settings).items())
-    stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for _, files in splits for p in files)
+    stamps = file_stamps(p for _, files in splits for p in files)
     return _features(splits, Path(settings.data_dir).expanduser(), stamps)
 
 
