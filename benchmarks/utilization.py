@@ -67,17 +67,9 @@ def two_node_cluster() -> Iterator[str]:
     """
     from ray.cluster_utils import Cluster
 
-    from sweeper.workers import (
-        IDLE_KILL_ENV,
-        IDLE_WORKER_KEEP_MS,
-        PRELOAD_ENV,
-        PRELOAD_MODULES,
-        TUNE_ACTOR_ENV_VARS,
-    )
+    from sweeper.workers import node_environment
 
-    os.environ.setdefault(PRELOAD_ENV, ",".join(PRELOAD_MODULES))
-    os.environ.setdefault(IDLE_KILL_ENV, str(IDLE_WORKER_KEEP_MS))
-    for name, value in TUNE_ACTOR_ENV_VARS.items():
+    for name, value in node_environment().items():
         os.environ.setdefault(name, value)
 
     head = {"num_cpus": 1, "gcs_server_port": free_port()}

@@ -57,6 +57,17 @@ def preload_modules() -> tuple[str, ...]:
     return PRELOAD_MODULES + installed
 
 
+def node_environment() -> dict[str, str]:
+    """What a Ray node started outside sweeper (`ray start`, Kubernetes) needs in its environment
+    for the same warm workers as a local Ray: the preload list, the idle workers' keep, and
+    Tune's actor variables (`deploy/` sets these)."""
+    return {
+        PRELOAD_ENV: ",".join(PRELOAD_MODULES),
+        IDLE_KILL_ENV: str(IDLE_WORKER_KEEP_MS),
+        **TUNE_ACTOR_ENV_VARS,
+    }
+
+
 def local_ray_options() -> dict[str, object]:
     """`ray.init` options for a local Ray whose idle workers import what a trial needs, and are
     still there when the trials ask for them.

@@ -251,22 +251,16 @@ def test_trial_workers_start_warm(resources: list[Resource]) -> None:
     """The workers' raylets preload what `sweeper.workers` preloads in a local Ray, keep idle
     workers as long, and give the workers Tune's actor variables, which sweeper's trial actors
     no longer carry themselves."""
-    from sweeper.workers import (
-        IDLE_KILL_ENV,
-        IDLE_WORKER_KEEP_MS,
-        PRELOAD_ENV,
-        PRELOAD_MODULES,
-        TUNE_ACTOR_ENV_VARS,
-    )
+    from sweeper.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
 
+    expected = node_environment()
+    assert {PRELOAD_ENV, IDLE_KILL_ENV, *TUNE_ACTOR_ENV_VARS} <= set(expected)
     for resource in ray_resources(resources):
         for group in ray_cluster_spec(resource)["workerGroupSpecs"]:
             env = env_of(group["template"]["spec"]["containers"][0])
             where = f"{resource['metadata']['name']} {group['groupName']}"
-            assert env.get(PRELOAD_ENV, {}).get("value") == ",".join(PRELOAD_MODULES), where
-            assert env.get(IDLE_KILL_ENV, {}).get("value") == str(IDLE_WORKER_KEEP_MS), where
-            for name, value in TUNE_ACTOR_ENV_VARS.items():
-                assert env.get(name, {}).get("value") == value, where
+            for name, value in expected.items():
+                assert env.get(name, {}).get("value") == value, f"{where}: {name}"
 
 
 def test_ray_pods_mount_memory_backed_shm_and_tmp_ray(resources: list[Resource]) -> None:
