@@ -26,19 +26,13 @@ def modrelu_parts(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """modReLU(z) with its derivatives ∂/∂z and ∂/∂b, for hand-written backward passes.
 
-    ε = 0: sign(z) · ReLU(|z| + b) (eq. 13 / eq. 20); the derivative at z = 0 is 0 (sign(0) = 0)
-    rather than the NaN of z/|z|. ε > 0: the publication code's z/(|z|+ε) · ReLU(|z|+ε+b).
+    sign(z) · ReLU(|z| + ε + b) (eq. 13 / eq. 20): ε = 0 is the papers' form; ε > 0 is the
+    real-valued form of the GORU and EUNN code, where ε only shifts the threshold (z/(|z|+ε) is
+    their complex case). The derivative at z = 0 is 0 (sign(0) = 0) rather than the NaN of z/|z|.
     """
-    if eps == 0.0:
-        magnitude = z.abs() + bias
-        active_sign = torch.sign(z) * (magnitude > 0)  # ±1 where the unit passes, else 0
-        return active_sign * magnitude, active_sign.abs(), active_sign  # eq. 13 / eq. 20
-    norm = z.abs() + eps
-    magnitude = norm + bias
-    active = magnitude > 0
-    active_phase = z / norm * active
-    d_z = active * (z.abs() / norm + eps * magnitude / norm.square())
-    return active_phase * magnitude, d_z, active_phase  # eq. 13 with the reference code's ε
+    magnitude = z.abs() + eps + bias
+    active_sign = torch.sign(z) * (magnitude > 0)  # ±1 where the unit passes, else 0
+    return active_sign * magnitude, active_sign.abs(), active_sign  # eq. 13 / eq. 20
 
 
 class _ModReLUFn(torch.autograd.Function):

@@ -15,10 +15,24 @@ def test_positive_bias_grows_magnitude() -> None:
     assert torch.equal(out, torch.tensor([-1.5, 2.5]))
 
 
-def test_eps_version_matches_reference_code() -> None:
-    z, b, eps = torch.tensor([-2.0, 0.3]), torch.tensor([0.1, -0.2]), 1e-3
-    expected = z / (z.abs() + eps) * torch.relu(z.abs() + eps + b)
-    assert torch.allclose(modrelu(z, b, eps), expected)
+def reference_modrelu(z: torch.Tensor, b: torch.Tensor, eps: float) -> torch.Tensor:
+    """The GORU and EUNN publication code's real-valued modReLU, written as they write it:
+    z_norm = |z| + ε; step2 = relu(z_norm + b); step3 = sign(z); return step3 · step2."""
+    return torch.sign(z) * torch.relu(z.abs() + eps + b)
+
+
+@pytest.mark.parametrize("eps", [1e-3, 1e-2])
+def test_eps_version_matches_reference_code(eps: float) -> None:
+    z = torch.tensor([-2.0, -0.15, -1e-4, 0.0, 1e-4, 0.3, 0.05])
+    b = torch.tensor([0.1, 0.1, -0.2, 0.3, -5e-4, -0.2, -0.06])
+    assert torch.allclose(modrelu(z, b, eps), reference_modrelu(z, b, eps), atol=0, rtol=1e-6)
+
+
+def test_eps_shifts_the_threshold_only() -> None:
+    """ε = 1e-2 turns on a unit whose |z| + b is just below zero, and leaves the sign alone."""
+    z, b = torch.tensor([-0.05, 0.05]), torch.tensor([-0.055, -0.055])
+    assert torch.equal(modrelu(z, b, 0.0), torch.zeros(2))
+    assert torch.allclose(modrelu(z, b, 1e-2), torch.tensor([-0.005, 0.005]))
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-3])
