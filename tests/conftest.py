@@ -1,9 +1,17 @@
-"""Shared fixtures: a throw-away PostgreSQL database when one is reachable."""
+"""Shared fixtures: a throw-away PostgreSQL database when one is reachable.
+
+Without a GPU to test on (`SWEEPER_TEST_DEVICE`, default cpu), Triton's kernels run in its
+interpreter on CPU tensors; the variable must be set before any kernel module is imported.
+"""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
+
+if os.environ.get("SWEEPER_TEST_DEVICE", "cpu") == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 

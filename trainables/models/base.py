@@ -7,6 +7,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainables.models.kernel_choice import Kernel, resolve_kernel
+from trainables.models.orthogonal import orthogonal_diagnostics
+
 State = Any
 
 
@@ -32,6 +35,26 @@ class RecurrentModel(nn.Module):
 
     def after_optimizer_step(self) -> None:
         """Hook for parametrizations that maintain state across steps (NC-GRU's inverse)."""
+
+
+class OrthogonalModel(RecurrentModel):
+    """A model with orthogonal recurrent matrices: their diagnostics, and the `kernel` setting
+    that picks the implementation of its time loop (`kernel_choice`)."""
+
+    kernel: str = "auto"
+
+    def orthogonal_matrices(self) -> list[torch.Tensor]:
+        """The orthogonal matrices as the forward pass builds them."""
+        raise NotImplementedError
+
+    def diagnostics(self) -> dict[str, float]:
+        with torch.no_grad():
+            matrices = self.orthogonal_matrices()
+        return orthogonal_diagnostics(matrices, self.orthogonal_parameters())
+
+    def scan_kernel(self, x: torch.Tensor) -> Kernel:
+        """The implementation this forward pass takes for an input like `x`."""
+        return resolve_kernel(self.kernel, x.device, x.dtype)
 
 
 def detach_state(state: State) -> State:

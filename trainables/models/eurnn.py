@@ -5,26 +5,23 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainables.models.base import RecurrentModel, State
+from trainables.models.base import OrthogonalModel, State
+from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
-from trainables.models.orthogonal import (
-    GIVENS_HYPERPARAMS,
-    GivensRotations,
-    orthogonal_diagnostics,
-    resolve_layout,
-)
+from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
 from trainables.registry import ModelSpec, register_model
 
 
-class EURNN(RecurrentModel):
+class EURNN(OrthogonalModel):
     """U is a product of Givens rotation layers, built once per forward pass (DESIGN.md §6)."""
 
     def __init__(
-        self, input_size: int, hidden_size: int, layout: str, capacity: int, modrelu_eps: float
+        self, input_size: int, hidden_size: int, layout: str, capacity: int, modrelu_eps: float, kernel: str
     ) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
+        self.kernel = kernel
         self.input_weight = nn.Parameter(nn.init.xavier_uniform_(torch.empty(hidden_size, input_size)))
         self.rotations = GivensRotations(hidden_size, resolve_layout(layout, hidden_size), capacity)
         self.activation = ModReLU(hidden_size, modrelu_eps)
@@ -34,6 +31,8 @@ class EURNN(RecurrentModel):
         projected = x @ self.input_weight.T
         h = x.new_zeros(x.shape[1], self.hidden_size) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
+        if self.scan_kernel(x) == "fused":
+            return fused_scans().reset_after_scan(projected, h, U, bias, eps, False, None)  # eqs. 12–13
         outputs = []
         for xt in projected.unbind(0):
             h = modrelu(torch.addmm(xt, h, U), bias, eps)  # eq. 12 with σ = modReLU (eq. 13)
@@ -43,23 +42,26 @@ class EURNN(RecurrentModel):
     def orthogonal_parameters(self) -> list[nn.Parameter]:
         return [self.rotations.angles]
 
-    def diagnostics(self) -> dict[str, float]:
-        with torch.no_grad():
-            U = self.rotations.matrix()
-        return orthogonal_diagnostics([U], self.orthogonal_parameters())
+    def orthogonal_matrices(self) -> list[torch.Tensor]:
+        return [self.rotations.matrix()]
 
 
 def build_eurnn(
-    input_size: int, hidden_size: int, layout: str = "auto", capacity: int = 2, modrelu_eps: float = 0.0
+    input_size: int,
+    hidden_size: int,
+    layout: str = "auto",
+    capacity: int = 2,
+    modrelu_eps: float = 0.0,
+    kernel: str = "auto",
 ) -> EURNN:
-    return EURNN(input_size, hidden_size, layout, capacity, modrelu_eps)
+    return EURNN(input_size, hidden_size, layout, capacity, modrelu_eps, kernel)
 
 
 register_model(
     ModelSpec(
         "eurnn",
         build_eurnn,
-        hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS),
+        hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
         orthogonal=True,
         description="EURNN (orthogonal): modReLU(U h + W x), U a product of Givens rotations",
     )

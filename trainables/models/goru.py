@@ -13,15 +13,11 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from trainables.models.base import RecurrentModel, State
-from trainables.models.gated import reset_after_scan
+from trainables.models import gated
+from trainables.models.base import OrthogonalModel, State
+from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
-from trainables.models.orthogonal import (
-    GIVENS_HYPERPARAMS,
-    GivensRotations,
-    orthogonal_diagnostics,
-    resolve_layout,
-)
+from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
 from trainables.registry import ModelSpec, register_model
 
 WEIGHT_INIT = 0.01
@@ -29,7 +25,7 @@ RESET_BIAS_INIT = 2.0
 MODRELU_BIAS_INIT = 0.01
 
 
-class GORU(RecurrentModel):
+class GORU(OrthogonalModel):
     """Gated orthogonal recurrent unit; `reset=False` fixes r ≡ 1, `update=False` fixes z ≡ 0.
 
     An ablated gate has no weights at all, so parameter counts are those of the smaller model.
@@ -42,10 +38,12 @@ class GORU(RecurrentModel):
         layout: str,
         capacity: int,
         modrelu_eps: float,
+        kernel: str = "auto",
         reset: bool = True,
         update: bool = True,
     ) -> None:
         super().__init__()
+        self.kernel = kernel
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.reset, self.update = reset, update
@@ -67,17 +65,16 @@ class GORU(RecurrentModel):
         projected = torch.nn.functional.linear(x, self.input_weight, input_bias)
         h0 = x.new_zeros(x.shape[1], n) if state is None else state
         update = "keeps" if self.update else None
-        return reset_after_scan(
+        scans = fused_scans() if self.scan_kernel(x) == "fused" else gated
+        return scans.reset_after_scan(
             projected, h0, recurrent, self.activation.bias, self.activation.eps, self.reset, update
         )  # eqs. 14–16
 
     def orthogonal_parameters(self) -> list[nn.Parameter]:
         return [self.rotations.angles]
 
-    def diagnostics(self) -> dict[str, float]:
-        with torch.no_grad():
-            U = self.rotations.matrix()
-        return orthogonal_diagnostics([U], self.orthogonal_parameters())
+    def orthogonal_matrices(self) -> list[torch.Tensor]:
+        return [self.rotations.matrix()]
 
 
 def _builder(reset: bool, update: bool) -> Callable[..., GORU]:
@@ -87,8 +84,11 @@ def _builder(reset: bool, update: bool) -> Callable[..., GORU]:
         layout: str = "auto",
         capacity: int = 2,
         modrelu_eps: float = 0.0,
+        kernel: str = "auto",
     ) -> GORU:
-        return GORU(input_size, hidden_size, layout, capacity, modrelu_eps, reset=reset, update=update)
+        return GORU(
+            input_size, hidden_size, layout, capacity, modrelu_eps, kernel, reset=reset, update=update
+        )
 
     return build
 
@@ -102,7 +102,7 @@ for _name, _reset, _update, _what in (
         ModelSpec(
             _name,
             _builder(_reset, _update),
-            hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS),
+            hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
             orthogonal=True,
             description=_what,
         )

@@ -14,16 +14,17 @@ import math
 import torch
 from torch import nn
 
-from trainables.models.base import RecurrentModel, State
-from trainables.models.gated import reset_after_scan, reset_before_scan
+from trainables.models import gated
+from trainables.models.base import OrthogonalModel, State
+from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
-from trainables.models.orthogonal import RHO, ScaledCayley, orthogonal_diagnostics
+from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import Hyperparam, ModelSpec, register_model
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
 
 
-class NCGRU(RecurrentModel):
+class NCGRU(OrthogonalModel):
     """Each orthogonal weight is its own `ScaledCayley` (own A, D and maintained inverse), so one
     matrix's step never updates another's inverse, unlike the reference code."""
 
@@ -37,8 +38,10 @@ class NCGRU(RecurrentModel):
         neumann_order: int,
         reset_interval: int,
         modrelu_eps: float,
+        kernel: str = "auto",
     ) -> None:
         super().__init__()
+        self.kernel = kernel
         if reset not in ("before", "after"):
             raise ValueError(f"reset: expected before or after, got {reset!r}")
         if orthogonal not in ("c", "rc", "ruc"):
@@ -69,10 +72,15 @@ class NCGRU(RecurrentModel):
         projected = torch.nn.functional.linear(x, self.input_weight, input_bias)
         h0 = x.new_zeros(x.shape[1], n) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
+        scans = fused_scans() if self.scan_kernel(x) == "fused" else gated
         if self.reset_before:
-            return reset_before_scan(projected, h0, torch.cat([U_r, U_u], dim=1), U_c, bias, eps)  # eq. 19
+            return scans.reset_before_scan(
+                projected, h0, torch.cat([U_r, U_u], dim=1), U_c, bias, eps
+            )  # eq. 19
         recurrent = torch.cat([U_c, U_r, U_u], dim=1)
-        return reset_after_scan(projected, h0, recurrent, bias, eps, True, "admits")  # PTB code's variant
+        return scans.reset_after_scan(
+            projected, h0, recurrent, bias, eps, True, "admits"
+        )  # PTB code's variant
 
     def orthogonal_parameters(self) -> list[nn.Parameter]:
         return [cayley.upper for cayley in self.cayley.values()]
@@ -81,11 +89,12 @@ class NCGRU(RecurrentModel):
         for cayley in self.cayley.values():  # each matrix from its own A and its own inverse
             cayley.after_optimizer_step()
 
+    def orthogonal_matrices(self) -> list[torch.Tensor]:
+        return [cayley() for cayley in self.cayley.values()]
+
     def diagnostics(self) -> dict[str, float]:
-        with torch.no_grad():
-            matrices = [cayley() for cayley in self.cayley.values()]
         return {
-            **orthogonal_diagnostics(matrices, self.orthogonal_parameters()),
+            **super().diagnostics(),
             "neumann_condition": max(cayley.neumann_condition() for cayley in self.cayley.values()),
         }
 
@@ -99,8 +108,11 @@ def build_ncgru(
     neumann_order: int = 2,
     reset_interval: int = 50,
     modrelu_eps: float = 0.0,
+    kernel: str = "auto",
 ) -> NCGRU:
-    return NCGRU(input_size, hidden_size, orthogonal, reset, rho, neumann_order, reset_interval, modrelu_eps)
+    return NCGRU(
+        input_size, hidden_size, orthogonal, reset, rho, neumann_order, reset_interval, modrelu_eps, kernel
+    )
 
 
 register_model(
@@ -140,6 +152,7 @@ register_model(
                 help="optimizer steps between exact recomputations of the inverse",
             ),
             MODRELU_EPS,
+            KERNEL,
         ),
         orthogonal=True,
         description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",

@@ -238,6 +238,9 @@ class ScaledCayley(nn.Module):
             self.register_buffer("inverse", self._exact_inverse(A))
             self.register_buffer("previous_A", A)
             self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+            # `steps` mirrored on the host: deciding a reset must not wait for the GPU every step
+            self._step_count = 0
+            self.register_load_state_dict_post_hook(ScaledCayley._count_loaded_steps)
 
     def skew(self) -> torch.Tensor:
         return skew_from_upper(self.upper, self.rows, self.cols, self.n)
@@ -260,12 +263,17 @@ class ScaledCayley(nn.Module):
         A = self.skew()
         delta = self.previous_A - A  # δA with A_new = A_old − δA, as in eq. 16
         self.steps += 1
+        self._step_count += 1
         self._last_step = (self.inverse, delta)
-        if self.neumann_order == 0 or int(self.steps) % self.reset_interval == 0:
+        if self.neumann_order == 0 or self._step_count % self.reset_interval == 0:
             self.inverse = self._exact_inverse(A)
         else:
             self.inverse = neumann_inverse_update(self.inverse, delta, self.neumann_order)  # eq. 18
         self.previous_A = A
+
+    @staticmethod
+    def _count_loaded_steps(module: nn.Module, incompatible_keys: object) -> None:
+        module._step_count = int(module.steps)
 
     @torch.no_grad()
     def neumann_condition(self) -> float:

@@ -9,19 +9,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainables.models.base import RecurrentModel, State
+from trainables.models.base import OrthogonalModel, State
+from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
-from trainables.models.orthogonal import RHO, ScaledCayley, orthogonal_diagnostics
+from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import ModelSpec, register_model
 
 
-class ScoRNN(RecurrentModel):
+class ScoRNN(OrthogonalModel):
     """One GEMM and one modReLU per step; U is built once per forward pass."""
 
-    def __init__(self, input_size: int, hidden_size: int, rho: int, modrelu_eps: float) -> None:
+    def __init__(self, input_size: int, hidden_size: int, rho: int, modrelu_eps: float, kernel: str) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
+        self.kernel = kernel
         self.input_weight = nn.Parameter(nn.init.xavier_uniform_(torch.empty(hidden_size, input_size)))
         self.cayley = ScaledCayley(hidden_size, rho)
         self.activation = ModReLU(hidden_size, modrelu_eps)
@@ -31,6 +33,8 @@ class ScoRNN(RecurrentModel):
         projected = x @ self.input_weight.T
         h = x.new_zeros(x.shape[1], self.hidden_size) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
+        if self.scan_kernel(x) == "fused":
+            return fused_scans().reset_after_scan(projected, h, U_t, bias, eps, False, None)
         outputs = []
         for xt in projected.unbind(0):
             h = modrelu(torch.addmm(xt, h, U_t), bias, eps)  # scoRNN: modReLU(W x + U h, b)
@@ -40,21 +44,21 @@ class ScoRNN(RecurrentModel):
     def orthogonal_parameters(self) -> list[nn.Parameter]:
         return [self.cayley.upper]
 
-    def diagnostics(self) -> dict[str, float]:
-        with torch.no_grad():
-            U = self.cayley()
-        return orthogonal_diagnostics([U], self.orthogonal_parameters())
+    def orthogonal_matrices(self) -> list[torch.Tensor]:
+        return [self.cayley()]
 
 
-def build_scornn(input_size: int, hidden_size: int, rho: int = 0, modrelu_eps: float = 0.0) -> ScoRNN:
-    return ScoRNN(input_size, hidden_size, rho, modrelu_eps)
+def build_scornn(
+    input_size: int, hidden_size: int, rho: int = 0, modrelu_eps: float = 0.0, kernel: str = "auto"
+) -> ScoRNN:
+    return ScoRNN(input_size, hidden_size, rho, modrelu_eps, kernel)
 
 
 register_model(
     ModelSpec(
         "scornn",
         build_scornn,
-        hyperparams=(RHO, MODRELU_EPS),
+        hyperparams=(RHO, MODRELU_EPS, KERNEL),
         orthogonal=True,
         description="scoRNN: modReLU(W x + U h), U = (I + A)^-1 (I − A) D, exact inverse",
     )

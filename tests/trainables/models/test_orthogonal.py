@@ -15,7 +15,7 @@ from trainables.models.orthogonal import (
     scaling_diagonal,
     skew_from_upper,
 )
-from trainables.train import make_optimizer
+from trainables.optimizers import make_optimizer
 
 OPTIMIZERS = ("rmsprop", "rmsprop_tf", "adam", "sgd")
 
@@ -254,3 +254,17 @@ def test_cayley_rejects_bad_settings() -> None:
         ScaledCayley(4, 0, neumann_order=4)
     with pytest.raises(ValueError, match="reset_interval"):
         ScaledCayley(4, 0, neumann_order=2, reset_interval=0)
+
+
+def test_a_restored_inverse_keeps_its_reset_schedule() -> None:
+    """The step count that decides the exact resets comes back with the model, also through a
+    parent module's state dict."""
+    interval = 4
+    cayley = ScaledCayley(6, rho=1, neumann_order=2, reset_interval=interval).double()
+    _steps(cayley, "sgd", 1e-2, 3)
+    parent = torch.nn.ModuleDict({"cayley": ScaledCayley(6, rho=1, neumann_order=2, reset_interval=interval)})
+    parent.double().load_state_dict(torch.nn.ModuleDict({"cayley": cayley}).state_dict())
+    restored = parent["cayley"]
+    assert restored._step_count == 3
+    errors = _steps(restored, "sgd", 1e-2, 1)  # its fourth step: an exact reset
+    assert errors[0] < 1e-12

@@ -9,8 +9,8 @@ from torch import nn
 from trainables.models.base import RecurrentModel
 from trainables.models.modrelu import modrelu
 from trainables.models.sizing import hidden_size_for_budget, total_parameters
+from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS, load_all
-from trainables.train import make_optimizer
 
 load_all()
 NAMES = MODELS.names()

@@ -1,0 +1,70 @@
+"""The `kernel` setting of the orthogonal models: which implementation runs their time loop.
+
+`loop` is the plain implementation (`gated`, and the per-step loops of EURNN and scoRNN), the
+reference every fast path is tested against and the one a CPU runs. `fused` runs the whole scan
+in Triton kernels (`triton_scans`). `auto` takes `fused` on a CUDA device when Triton imports, in
+float32, and `loop` otherwise, so a CPU keeps its code path and speed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import cache
+from types import ModuleType
+from typing import Literal
+
+import torch
+
+from trainables.registry import Hyperparam
+
+Kernel = Literal["fused", "loop"]
+
+KERNEL = Hyperparam(
+    "kernel",
+    "categorical",
+    "auto",
+    choices=("auto", "fused", "loop"),
+    help="time loop: fused Triton kernels (CUDA, float32), the plain loop, or auto: fused where it can run",
+)
+
+
+@cache
+def triton_problem() -> str | None:
+    """Why Triton cannot be used in this process, or None when it can."""
+    try:
+        importlib.import_module("triton")
+    except Exception as exc:  # an install broken in any way is the same as none
+        return f"Triton does not import ({type(exc).__name__}: {exc})"
+    return None
+
+
+def interpreting() -> bool:
+    """Triton's interpreter runs the kernels on CPU tensors (slowly): for tests on machines without a GPU."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def fused_problem(device: torch.device, dtype: torch.dtype = torch.float32) -> str | None:
+    """Why the fused kernels cannot run on `device` in `dtype`, or None when they can."""
+    if device.type != "cuda" and not interpreting():
+        return f"the device is {device.type}, and the fused kernels need CUDA"
+    if dtype != torch.float32:
+        return f"the dtype is {dtype}, and the fused kernels compute in float32"
+    return triton_problem()
+
+
+def resolve_kernel(setting: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Kernel:
+    """The implementation `setting` means on `device`; `fused` where it cannot run is an error."""
+    if setting == "loop":
+        return "loop"
+    if setting == "auto":
+        return "fused" if device.type == "cuda" and fused_problem(device, dtype) is None else "loop"
+    problem = fused_problem(device, dtype)
+    if problem is not None:
+        raise ValueError(f"kernel: 'fused' cannot run here: {problem}; use kernel: auto or loop")
+    return "fused"
+
+
+def fused_scans() -> ModuleType:
+    """`trainables.models.triton_scans`, imported on first use: it imports Triton."""
+    return importlib.import_module("trainables.models.triton_scans")
