@@ -132,14 +132,16 @@ class Tracker:
         self.call("log_batch", self.client.log_batch, run.info.run_id, params=flat)
         return run.info.run_id
 
-    def log_metrics(self, run_id: str | None, step: int, metrics: Mapping[str, float]) -> None:
+    def log_metrics(self, run_id: str | None, step: int, metrics: Mapping[str, float | str]) -> None:
+        """Numbers as metrics at `step`; text (what the trial ran on, such as its kernel) as tags."""
         if run_id is None:
             return
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
 
         stamp = int(time.time() * 1000)
         batch = [Metric(k, float(v), stamp, step) for k, v in metrics.items() if _is_number(v)]
-        self.call("log_batch", self.client.log_batch, run_id, metrics=batch)
+        tags = [RunTag(k, v) for k, v in metrics.items() if isinstance(v, str)]
+        self.call("log_batch", self.client.log_batch, run_id, metrics=batch, tags=tags)
 
     def finish_trial(self, run_id: str | None, state: str, value: float | None, reason: str | None) -> None:
         if run_id is None:
@@ -234,7 +236,7 @@ class TrialWriter:
         """`Tracker.start_trial`, queued: the run id comes later through the returned `RunRef`."""
         return RunRef(self._submit("create_run", lambda: self.tracker.start_trial(*args, **kwargs)))
 
-    def log_metrics(self, run: RunRef | None, step: int, metrics: Mapping[str, float]) -> None:
+    def log_metrics(self, run: RunRef | None, step: int, metrics: Mapping[str, float | str]) -> None:
         values = dict(metrics)
         self._to_run(run, "log_batch", lambda run_id: self.tracker.log_metrics(run_id, step, values))
 

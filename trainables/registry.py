@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_
 
 from pydantic import BaseModel
 
+from trainables.optimizers import OPTIMIZERS
+
 if TYPE_CHECKING:
     import torch
 
@@ -140,7 +142,7 @@ ORTHOGONAL_OPTIMIZER_HYPERPARAMS: tuple[Hyperparam, ...] = (
         "orth_optimizer",
         "categorical",
         "rmsprop",
-        choices=("rmsprop", "rmsprop_tf", "adam", "sgd"),
+        choices=tuple(OPTIMIZERS),
         help="optimizer of the orthogonal parameters",
     ),
 )

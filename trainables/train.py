@@ -10,18 +10,21 @@ import math
 import os
 import resource
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
-from trainables.models.base import RecurrentModel
+from trainables.models.base import OrthogonalModel, RecurrentModel
+from trainables.models.kernel_choice import resolve_kernel
+from trainables.optimizers import OPTIMIZERS, make_optimizer
 from trainables.registry import MODELS, TASKS, Hyperparam, load_all, validate_values
 from trainables.tasks.base import Task
 
-Report = Callable[[int, dict[str, float]], None]
+# (step, metrics): numbers, and text facts of the run such as the kernel its recurrence ran on
+Report = Callable[[int, dict[str, float | str]], None]
 
 
 class Checkpointing(Protocol):
@@ -43,7 +46,7 @@ TRAINING_HYPERPARAMS: tuple[Hyperparam, ...] = (
         "optimizer",
         "categorical",
         "rmsprop",
-        choices=("rmsprop", "rmsprop_tf", "adam", "sgd"),
+        choices=tuple(OPTIMIZERS),
         help="optimizer; rmsprop_tf reproduces TensorFlow 1's RMSProp (decay 0.9, eps 1e-10, accumulator 1)",
     ),
     Hyperparam("batch_size", "int", 128, low=1, high=65536, log=True, help="sequences per batch"),
@@ -128,30 +131,17 @@ class TrialConfig:
             device=str(config.get("device", "auto")),
         )
 
+    def check_runnable(self) -> None:
+        """Raise ValueError, naming the setting, for what this machine cannot run (`kernel: fused`
+        without CUDA or Triton), before anything is built."""
+        if "kernel" in self.model_params:
+            resolve_kernel(self.model_params["kernel"], pick_device(self.device))
+
 
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
-
-
-def make_optimizer(name: str, params: Iterable[nn.Parameter], lr: float) -> torch.optim.Optimizer:
-    params = list(params)
-    if name == "adam":
-        return torch.optim.Adam(params, lr=lr)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr)
-    if name == "rmsprop":
-        return torch.optim.RMSprop(params, lr=lr)
-    if name == "rmsprop_tf":
-        optimizer = torch.optim.RMSprop(params, lr=lr, alpha=0.9, eps=1e-10)
-        for p in params:  # TF1 starts the squared-gradient accumulator at one, not zero
-            optimizer.state[p] = {
-                "step": torch.zeros((), dtype=torch.float32),
-                "square_avg": torch.ones_like(p, memory_format=torch.preserve_format),
-            }
-        return optimizer
-    raise ValueError(f"unknown optimizer {name!r}")
 
 
 def recurrent_models(network: nn.Module) -> list[RecurrentModel]:
@@ -193,6 +183,18 @@ def build_optimizers(
     return optimizers
 
 
+def reads_every_step(device: torch.device) -> bool:
+    """Whether the loop reads its loss on the host every step: free on a CPU, a stall on a GPU."""
+    return device.type != "cuda"
+
+
+def run_facts(rnns: Sequence[RecurrentModel], device: torch.device) -> dict[str, str]:
+    """What a trial runs on, reported with its metrics: the implementation of the orthogonal
+    models' time loop. Raises ValueError, before any step, for `kernel: fused` where it cannot run."""
+    kernels = {resolve_kernel(rnn.kernel, device) for rnn in rnns if isinstance(rnn, OrthogonalModel)}
+    return {"kernel": ",".join(sorted(kernels))} if kernels else {}
+
+
 def build(trial: TrialConfig, device: torch.device) -> tuple[Task, nn.Module, list[RecurrentModel]]:
     """The task, the whole network and its recurrent models for one trial, on `device`."""
     torch.manual_seed(trial.seed)
@@ -231,12 +233,19 @@ def train(
     """
     trial = TrialConfig.from_mapping(config)
     hp = trial.training
-    task, network, rnns = build(trial, pick_device(trial.device))
+    device = pick_device(trial.device)
+    task, network, rnns = build(trial, device)
+    facts = run_facts(rnns, device)
     optimizers = build_optimizers(rnns, network, trial)
 
     started = time.perf_counter()
-    window_loss, window_steps = 0.0, 0
-    metrics: dict[str, float] = {}
+    # The window's summed loss and gradient norm stay on the device: a GPU step never waits for the
+    # host. A non-finite value makes its sum non-finite, so reading the sums at a report finds it;
+    # on a CPU, where reading is free, they are read every step and name the very step.
+    loss_sum, norm_sum = torch.zeros((), device=device), torch.zeros((), device=device)
+    read_every_step = reads_every_step(device)
+    window_steps = 0
+    metrics: dict[str, float | str] = {}
     first, reports, restored = 1, 0, {}
     saved = checkpointing.load() if checkpointing is not None else None
     if saved is not None:
@@ -248,33 +257,42 @@ def train(
         first, reports = saved["step"] + 1, saved["reports"]
         started -= saved["wall_time"]
         restored = {"restored_from_step": float(saved["step"])}
+    clip = hp["grad_clip"] if hp["grad_clip"] > 0 else math.inf
+    window_start = first
     for step in range(first, hp["iterations"] + 1):
         network.train()
         loss = task.loss(network, task.train_batch())
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        clip = hp["grad_clip"] if hp["grad_clip"] > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(network.parameters(), clip).item()
-        loss_value = loss.item()
-        if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
-            raise TrialDiverged(f"loss {loss_value} and gradient norm {grad_norm} at step {step}")
+        grad_norm = torch.nn.utils.clip_grad_norm_(network.parameters(), clip)
+        loss_sum += loss.detach()
+        norm_sum += grad_norm
+        window_steps += 1
+        reporting = step % hp["eval_every"] == 0 or step == hp["iterations"]
+        if read_every_step or reporting:
+            loss_total, norm_total = (float(v) for v in torch.stack([loss_sum, norm_sum]).cpu())
+            if not (math.isfinite(loss_total) and math.isfinite(norm_total)):
+                raise TrialDiverged(
+                    f"loss {float(loss.detach())} and gradient norm {float(grad_norm)} at step {step}"
+                    if read_every_step
+                    else f"the loss or the gradient norm became non-finite between steps {window_start} and {step}"
+                )
         for optimizer in optimizers:
             optimizer.step()
         for rnn in rnns:
             rnn.after_optimizer_step()
-        window_loss += loss_value
-        window_steps += 1
-        if step % hp["eval_every"] == 0 or step == hp["iterations"]:
+        if reporting:
             network.eval()
             final = step == hp["iterations"]
             metrics = {
-                "train_loss": window_loss / window_steps,
+                "train_loss": loss_total / window_steps,
                 **task.evaluate(network),
                 **(task.evaluate(network, "test") if final else {}),
-                "grad_norm": grad_norm,
+                "grad_norm": float(grad_norm),
                 "wall_time": time.perf_counter() - started,
                 **combined_diagnostics(rnns),
+                **facts,
             }
             if not math.isfinite(metrics[task.objective]):
                 raise TrialDiverged(f"{task.objective} became {metrics[task.objective]} at step {step}")
@@ -296,5 +314,7 @@ def train(
                     }
                 )
             report(step, metrics)
-            window_loss, window_steps = 0.0, 0
+            loss_sum.zero_()
+            norm_sum.zero_()
+            window_start, window_steps = step + 1, 0
     return metrics

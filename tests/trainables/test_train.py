@@ -23,9 +23,9 @@ def diverging_model():
     MODELS._entries.pop("diverging")
 
 
-def test_a_nan_loss_stops_the_trial_at_once_with_its_reason(diverging_model):
-    reports = []
-    config = {
+@pytest.fixture
+def diverging_config(diverging_model):
+    return {
         "task": "denoise",
         "model": diverging_model,
         "task_settings": {"T": 4, "valid_size": 4},
@@ -34,8 +34,24 @@ def test_a_nan_loss_stops_the_trial_at_once_with_its_reason(diverging_model):
         "iterations": 50,
         "eval_every": 10,
     }
+
+
+def test_a_nan_loss_stops_the_trial_at_once_with_its_reason(diverging_config):
+    reports = []
     with pytest.raises(TrialDiverged, match=r"loss nan .* at step 1$"):
-        train(config, lambda step, metrics: reports.append(step))
+        train(diverging_config, lambda step, metrics: reports.append(step))
+    assert reports == []
+
+
+def test_on_a_gpu_a_nan_loss_stops_the_trial_at_the_next_report(diverging_config, monkeypatch):
+    """Where reading the loss would stall the device every step, the sums read at a report still
+    catch a non-finite step and say which window it fell in."""
+    import trainables.train
+
+    monkeypatch.setattr(trainables.train, "reads_every_step", lambda device: False)
+    reports = []
+    with pytest.raises(TrialDiverged, match=r"non-finite between steps 1 and 10$"):
+        train(diverging_config, lambda step, metrics: reports.append(step))
     assert reports == []
 
 
