@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -104,6 +105,7 @@ def main() -> None:
 @click.option("--time-budget", help="Wall-clock budget per sweep, e.g. 30m or 2h (overrides budget.time).")
 @click.option("--profile", help="Apply a named profile of overrides from each config (e.g. smoke).")
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan and start nothing.")
+@click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
 @results_option
 @verbose_option
 def launch(
@@ -115,11 +117,12 @@ def launch(
     time_budget: str | None,
     profile: str | None,
     dry_run: bool,
+    no_gpus: bool,
     results: str | None,
     verbose: bool,
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
-    from sweeper.launch import create_sweep, plan_text, run_sweep, with_budget
+    from sweeper.launch import create_sweep, plan_text, run_sweep, with_budget, without_gpus
     from sweeper.matching import resolve_matching
 
     seconds = None
@@ -129,6 +132,11 @@ def launch(
         except ValueError as exc:
             raise BadInput(f"--time-budget: {exc}") from None
     specs = [with_budget(_load(path, profile), max_trials, seconds) for path in configs]
+    if no_gpus:
+        try:
+            specs = [without_gpus(spec) for spec in specs]
+        except ValidationError as exc:
+            raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
     targets = []
     for index, spec in enumerate(specs):
         url = storage or spec.storage or default_storage_url()
@@ -150,12 +158,13 @@ def launch(
         return
     worst = 0
     for spec, (url, uri) in zip(specs, targets, strict=True):
+        override = "add --no-gpus to train on the CPU"
         if url.startswith("sqlite"):  # refused on a multi-node cluster before its file is made
-            _connect(address, url, verbose, specs)
+            _connect(address, url, verbose, specs, override)
             store = _open_store(url)
         else:  # an unreachable server is reported before any Ray starts
             store = _open_store(url)
-            _connect(address, url, verbose, specs)
+            _connect(address, url, verbose, specs, override)
         record = create_sweep(spec, store, uri, profile, address)
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(url)}")
         click.echo(f"  MLflow UI: {ui_command(uri)}")
@@ -164,13 +173,21 @@ def launch(
     sys.exit(worst)
 
 
-def _connect(address: str | None, storage_url: str, verbose: bool, specs: list[SweepSpec]) -> None:
-    from sweeper.launch import connect_ray
+STORED_GPUS = "the stored spec cannot change; run it where Ray has GPUs"
+
+
+def _connect(
+    address: str | None, storage_url: str, verbose: bool, specs: list[SweepSpec], override: str = STORED_GPUS
+) -> None:
+    """Start or join Ray; refuse a multi-node SQLite sweep, and GPU trials on a local Ray without GPUs."""
+    from sweeper.launch import MissingGPUs, connect_ray, refuse_missing_gpus
     from sweeper.workers import local_cpus
 
     try:
         connect_ray(address, storage_url, verbose, local_cpus(specs))
-    except StoreError as exc:
+        if address is None:
+            refuse_missing_gpus(specs, override)
+    except (StoreError, MissingGPUs) as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -679,12 +696,12 @@ def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device
         **values,
     }
     try:
-        TrialConfig.from_mapping(config)
+        TrialConfig.from_mapping(config).check_runnable()
     except (ValueError, KeyError) as exc:
         raise BadInput(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
 
-    def report(step: int, metrics: dict[str, float]) -> None:
-        shown = "  ".join(f"{k}={v:.5g}" for k, v in metrics.items())
+    def report(step: int, metrics: dict[str, float | str]) -> None:
+        shown = "  ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={v:.5g}" for k, v in metrics.items())
         click.echo(f"step {step:>7}  {shown}")
 
     run_training(config, report)

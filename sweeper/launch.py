@@ -75,6 +75,42 @@ def with_budget(spec: SweepSpec, max_trials: int | None, time_budget: float | No
     return spec.model_copy(update={"budget": spec.budget.model_copy(update=update)})
 
 
+def without_gpus(spec: SweepSpec) -> SweepSpec:
+    """The spec with every trial on the CPU (`--no-gpus`), validated again: `kernel: fused` needs a GPU."""
+    resources = spec.resources.model_dump()
+    resources["gpus"] = 0.0
+    for own in resources["per_model"].values():
+        own["gpus"] = None
+    return SweepSpec.model_validate({**spec.canonical(), "resources": resources})
+
+
+class MissingGPUs(Exception):
+    """Trials ask for GPUs that the Ray they would run on does not have and cannot get."""
+
+
+def refuse_missing_gpus(specs: list[SweepSpec], override: str) -> None:
+    """A local Ray without GPUs would leave GPU trials pending forever: refuse before registering.
+
+    Only a local Ray is judged; a cluster may have an autoscaler that adds GPU nodes on demand.
+    """
+    import ray
+
+    if ray.cluster_resources().get("GPU", 0) > 0:
+        return
+    asking: dict[float, list[str]] = {}
+    for spec in specs:
+        for model in spec.models:
+            gpus = spec.resources.for_model(model)["gpu"]
+            if gpus > 0:
+                asking.setdefault(gpus, []).append(model)
+    if asking:
+        shares = "; ".join(f"{g:g} for {', '.join(models)}" for g, models in sorted(asking.items()))
+        raise MissingGPUs(
+            f"resources: the trials ask for GPUs ({shares}) and this machine's Ray has none; "
+            f"{override}, or join a cluster with GPU workers (--address)"
+        )
+
+
 def plan_text(spec: SweepSpec, storage_url: str, tracking_uri: str, address: str | None) -> str:
     """The resolved plan `--dry-run` prints: studies, spaces, budgets, resources, targets."""
     objective = spec.resolved_objective()
@@ -91,7 +127,10 @@ def plan_text(spec: SweepSpec, storage_url: str, tracking_uri: str, address: str
         + (f", {budget.time:.0f}s in all" if budget.time else "")
         + (f", at most {budget.max_concurrent} at once" if budget.max_concurrent else ""),
         f"  resources per trial: {spec.resources.cpus:g} CPU, {spec.resources.gpus:g} GPU"
-        + "".join(f"; {m}: {r.cpus:g} CPU, {r.gpus:g} GPU" for m, r in spec.resources.per_model.items()),
+        + "".join(
+            f"; {m}: {r['cpu']:g} CPU, {r['gpu']:g} GPU"
+            for m, r in ((m, spec.resources.for_model(m)) for m in spec.resources.per_model)
+        ),
         f"  storage: {redact(storage_url)}",
         f"  tracking: {redact(tracking_uri)}",
         f"  ray: {address or 'a new local Ray instance'}",

@@ -238,21 +238,31 @@ class Budget(Strict):
 
 
 class ModelResources(Strict):
+    """One model's exceptions to the sweep's resources; what it leaves out it shares."""
+
+    cpus: float | None = Field(None, gt=0, le=1024)
+    gpus: float | None = Field(None, ge=0, le=64)
+    memory_gb: float | None = Field(None, gt=0, le=4096)
+
+
+class Resources(Strict):
+    """What one trial reserves; `per_model` for models that need more (EURNN at 512 units) or less
+    (several small GRU trials share one GPU)."""
+
     cpus: float = Field(1.0, gt=0, le=1024)
     gpus: float = Field(0.0, ge=0, le=64, description="a fraction packs several trials per GPU")
     memory_gb: float | None = Field(None, gt=0, le=4096, description="memory Ray reserves per trial")
-
-
-class Resources(ModelResources):
-    """What one trial reserves; `per_model` for models that need more (EURNN at 512 units)."""
-
     per_model: dict[str, ModelResources] = Field(default_factory=dict)
 
     def for_model(self, model: str) -> dict[str, float]:
-        chosen = self.per_model.get(model, self)
-        reserved = {"cpu": chosen.cpus, "gpu": chosen.gpus}
-        if chosen.memory_gb is not None:
-            reserved["memory"] = chosen.memory_gb * 2**30
+        own = self.per_model.get(model, ModelResources())
+        reserved = {
+            "cpu": self.cpus if own.cpus is None else own.cpus,
+            "gpu": self.gpus if own.gpus is None else own.gpus,
+        }
+        memory_gb = self.memory_gb if own.memory_gb is None else own.memory_gb
+        if memory_gb is not None:
+            reserved["memory"] = memory_gb * 2**30
         return reserved
 
 
@@ -402,6 +412,22 @@ class SweepSpec(Strict):
                     self._where(model, "rho"),
                     f"rho {low_rho} exceeds hidden_size {smallest} of {model}; "
                     "use a smaller rho or {fraction: ...} of the hidden size",
+                )
+            )
+        kernel = space.get("kernel")
+        kernels = (
+            kernel.choice
+            if isinstance(kernel, Choice)
+            else kernel.grid
+            if isinstance(kernel, Grid)
+            else (kernel,)
+        )
+        if "fused" in kernels and self.resources.for_model(model)["gpu"] == 0:
+            errors.append(
+                (
+                    self._where(model, "kernel"),
+                    f"'fused' runs on a GPU, and the trials of {model} ask for none (resources.gpus is 0); "
+                    "give them a GPU fraction or use kernel: auto",
                 )
             )
         searched = {k: v for k, v in space.items() if isinstance(v, SEARCHED)}

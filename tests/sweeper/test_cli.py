@@ -206,3 +206,51 @@ def test_a_server_that_fails_to_start_leaves_none_of_the_others_running(tmp_path
         _serve_until_stopped([first, [str(tmp_path / "no-such-server")]])
     left = [p for p in psutil.process_iter(["cmdline"]) if str(marker) in " ".join(p.info["cmdline"] or [])]
     assert left == []
+
+
+def test_train_reports_the_kernel_of_an_orthogonal_model(runner):
+    result = invoke(
+        runner,
+        "train",
+        "--task",
+        "denoise",
+        "--model",
+        "goru",
+        *("--set", "hidden_size=8", "--set", "T=5", "--set", "valid_size=8"),
+        *("--set", "iterations=2", "--set", "eval_every=2", "--set", "batch_size=4"),
+    )
+    assert result.exit_code == 0, result.output
+    assert "kernel=loop" in result.output
+
+
+def test_train_refuses_a_fused_kernel_where_it_cannot_run(runner, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    result = invoke(
+        runner, "train", "--task", "denoise", "--model", "ncgru", "--device", "cpu", "--set", "kernel=fused"
+    )
+    assert result.exit_code == 2
+    assert "kernel: 'fused' cannot run here: the device is cpu" in result.output
+    assert "step" not in result.output
+
+
+def test_a_fused_kernel_without_gpus_is_a_spec_error(runner, tmp_path):
+    raw = tiny_spec(models=("gru", "goru"), per_model={"goru": {"kernel": "fused"}})
+    result = invoke(runner, "launch", str(write_spec(tmp_path, raw)), "--dry-run")
+    assert result.exit_code == 2
+    assert "per_model.goru.kernel: 'fused' runs on a GPU" in result.output
+    assert not (tmp_path / "sweeps").exists()
+
+
+@pytest.mark.slow
+def test_gpu_trials_on_a_local_ray_without_gpus_exit_2_naming_the_override(tmp_path):
+    """A local Ray on a machine without GPUs could never start them: refused, nothing registered."""
+    spec = write_spec(tmp_path, tiny_spec(resources={"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}))
+    refused = run_cli(["launch", str(spec)], tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "resources: the trials ask for GPUs (0.125 for gru; 0.5 for lstm)" in refused.stderr
+    assert "add --no-gpus to train on the CPU" in refused.stderr
+    listing = run_cli(["list"], tmp_path)
+    assert "tiny" not in listing.stdout
+    on_cpu = run_cli(["launch", str(spec), "--no-gpus", "--max-trials", "1"], tmp_path)
+    assert on_cpu.returncode == 0, on_cpu.stdout + on_cpu.stderr
+    assert "sweep tiny-1: finished" in on_cpu.stdout

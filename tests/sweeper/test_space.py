@@ -209,3 +209,18 @@ def test_a_trial_over_its_time_limit_fails_with_the_reason():
     (trial,) = plan.study.trials
     assert trial.state == TrialState.FAIL
     assert trial.user_attrs["fail_reason"] == "exceeded the trial time limit of 2s"
+
+
+def test_per_model_resources_share_what_they_leave_out():
+    spec = spec_of(resources={"cpus": 2, "gpus": 0.5, "memory_gb": 1, "per_model": {"lstm": {"gpus": 0.125}}})
+    assert spec.resources.for_model("lstm") == {"cpu": 2, "gpu": 0.125, "memory": 2**30}
+    assert spec.resources.for_model("gru") == {"cpu": 2, "gpu": 0.5, "memory": 2**30}
+
+
+def test_no_gpus_puts_every_trial_on_the_cpu():
+    from sweeper.launch import without_gpus
+
+    spec = spec_of(resources={"gpus": 0.5, "per_model": {"lstm": {"gpus": 0.125, "cpus": 2}}})
+    cpu_only = without_gpus(spec)
+    assert cpu_only.resources.for_model("lstm") == {"cpu": 2, "gpu": 0}
+    assert cpu_only.resources.for_model("gru") == {"cpu": 1, "gpu": 0}
