@@ -1,9 +1,12 @@
 """Speed of the recurrent cells, measured in one run so every figure shares the machine's state.
 
 Prints (1) forward+backward time per batch of every registered model relative to `nn.GRU` at the
-same hidden size, (2) NC-GRU's inverse update by Neumann series of order 1–3 against the exact
-inverse, and (3) the share of a whole training step spent on the orthogonal parametrization
-(building U, its backward, and Algorithm 1's inverse update).
+same hidden size, with the path each model's time loop took (`torch` for PyTorch's own RNNs —
+cuDNN on a GPU —, `fused, k tiles of w` for the Triton kernels, `loop` for the plain loop); on a
+GPU the orthogonal models run fused and once more as `<model> loop`; (2) NC-GRU's inverse update
+by Neumann series of order 1–3 against the exact inverse, and (3) the share of a whole training
+step spent on the orthogonal parametrization (building U, its backward, and Algorithm 1's
+inverse update). The figures are also written to `benchmarks/results/cells-<device>.json`.
 
 Models are timed round-robin, one batch each per round, and each figure is the fastest of its
 rounds: load from other processes only ever adds time, so on a shared machine the minimum is the
@@ -21,17 +24,21 @@ import argparse
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
+import record
 import torch
 
-from trainables.models.base import RecurrentModel
+from trainables.models.base import OrthogonalModel, RecurrentModel
+from trainables.models.kernel_choice import fused_scans
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, neumann_inverse_update
+from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS, load_all
-from trainables.train import make_optimizer
 
 INPUT_SIZE = 10
-DEFAULT_SIZES = ((128, 200, 128), (32, 1000, 256))
+DEFAULT_SIZES = ((128, 200, 128), (32, 1000, 256), (32, 50, 512), (32, 50, 2048))
 QUICK_SIZES = ((128, 50, 128), (32, 100, 256))
+ONLY = {2048: ("gru", "eurnn")}  # EURNN alone reaches 2048 units (PTB); the others stop near 1000
 DEFAULT_NEUMANN_SIZES = (128, 512, 1024)
 VARIANTS = {  # settings that change the cell's work per step, beyond the registered defaults
     "ncgru c": ("ncgru", {"orthogonal": "c"}),
@@ -111,35 +118,68 @@ def orthogonal_update(model: RecurrentModel) -> Callable[[], None]:
     return run
 
 
-def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) -> None:
+def path(model: RecurrentModel, x: torch.Tensor) -> str:
+    """Which implementation runs the model's time loop for inputs like `x`."""
+    if not isinstance(model, OrthogonalModel):
+        return "torch"
+    if model.scan_kernel(x) == "loop":
+        return "loop"
+    return fused_scans().tiling(model.hidden_size)
+
+
+def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) -> list[dict]:
     configs = {name: (name, {}) for name in MODELS.names()} | VARIANTS
-    names = list(configs)
+    if device.type == "cuda":  # the loop each fused kernel replaces, timed beside it
+        orthogonal = [name for name, (model, _) in configs.items() if MODELS.get(model).orthogonal]
+        configs |= {
+            f"{name} loop": (configs[name][0], {**configs[name][1], "kernel": "loop"}) for name in orthogonal
+        }
+    rows = []
     for B, T, H in sizes:
         torch.manual_seed(0)
         x = torch.randn(T, B, INPUT_SIZE, device=device)
+        chosen = {n: c for n, c in configs.items() if c[0] in ONLY.get(H, MODELS.names())}
         models = {
             name: MODELS.get(model).create(INPUT_SIZE, H, **hp).to(device)
-            for name, (model, hp) in configs.items()
+            for name, (model, hp) in chosen.items()
         }
         fwd_bwd = fastest_round({name: forward_backward(m, x) for name, m in models.items()}, rounds)
         steps = fastest_round({name: training_step(m, x) for name, m in models.items()}, rounds)
         orthogonal = {name: m for name, m in models.items() if m.orthogonal_parameters()}
         updates = fastest_round({name: orthogonal_update(m) for name, m in orthogonal.items()}, rounds)
         print(f"\nforward+backward per batch, B={B} T={T} H={H} (relative to nn.GRU, same run)")
-        print(f"{'model':<15}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}")
-        for name in names:
+        print(
+            f"{'model':<17}{'path':<22}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
+        )
+        for name, model in models.items():
             update = updates.get(name)
             share = f"{100 * update / steps[name]:7.1f}%" if update is not None else f"{'-':>8}"
             update_ms = f"{1000 * update:16.2f}" if update is not None else f"{'-':>16}"
+            taken = path(model, x)
             print(
-                f"{name:<15}{1000 * fwd_bwd[name]:12.1f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
-                f"{1000 * steps[name]:10.1f}{update_ms}{share}"
+                f"{name:<17}{taken:<22}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
+                f"{1000 * steps[name]:10.2f}{update_ms}{share}"
             )
+            rows.append(
+                {
+                    "B": B,
+                    "T": T,
+                    "H": H,
+                    "model": name,
+                    "path": taken,
+                    "fwd_bwd_ms": 1000 * fwd_bwd[name],
+                    "times_gru": fwd_bwd[name] / fwd_bwd["gru"],
+                    "step_ms": 1000 * steps[name],
+                    "orth_update_ms": None if update is None else 1000 * update,
+                }
+            )
+    return rows
 
 
-def neumann(sizes: list[int], rounds: int, device: torch.device) -> None:
+def neumann(sizes: list[int], rounds: int, device: torch.device) -> list[dict]:
     print("\nNC-GRU inverse update after one optimizer step (ms; speed-up = exact / Neumann)")
     print(f"{'n':>6}{'exact inv':>11}" + "".join(f"{f'order {k}':>10}{'speed-up':>10}" for k in (1, 2, 3)))
+    rows = []
     for n in sizes:
         torch.manual_seed(0)
         X = torch.randn(n, n, device=device)
@@ -156,6 +196,8 @@ def neumann(sizes: list[int], rounds: int, device: torch.device) -> None:
             t = times[f"order {k}"]
             row += f"{1000 * t:10.2f}{times['exact'] / t:9.2f}×"
         print(row)
+        rows.append({"n": n, **{f"{name} ms": 1000 * t for name, t in times.items()}})
+    return rows
 
 
 def main() -> None:
@@ -168,6 +210,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="timed rounds per figure (fastest reported)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's own choice)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    parser.add_argument(
+        "--out", type=Path, help="figures file [default: benchmarks/results/cells-DEVICE.json]"
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
     if args.threads:
@@ -179,8 +224,13 @@ def main() -> None:
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {where}, float32, input size {INPUT_SIZE}"
     )
-    cells(sizes, rounds, device)
-    neumann(args.neumann_sizes or list(DEFAULT_NEUMANN_SIZES), 5 if args.quick else 10, device)
+    figures = {
+        "cells": cells(sizes, rounds, device),
+        "neumann": neumann(
+            args.neumann_sizes or list(DEFAULT_NEUMANN_SIZES), 5 if args.quick else 10, device
+        ),
+    }
+    record.write(f"cells-{device.type}{'-quick' if args.quick else ''}", str(device), figures, args.out)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ not hide them; *launch s* is all three together, Ray's start to the sweep's end.
     python benchmarks/overhead.py --work compute   # matrix products instead of sleep
     python benchmarks/overhead.py --seconds 1 --concurrency 1   # one configuration
     python benchmarks/overhead.py --profile 15     # also the driver's 15 costliest functions
-    python benchmarks/overhead.py --gpu-packing    # trials/hour at 1, 2, 4, 8 trials per GPU
-    python benchmarks/overhead.py --gpu-packing --model goru   # the same for another model
+    python benchmarks/overhead.py --gpu-packing    # trials/hour at 1, 2, 4, 8 per GPU, GRU and GORU
+    python benchmarks/overhead.py --gpu-packing --model ncgru   # the same for another model
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import record
 import torch
 from sweeps import fixed_work_spec, fresh_ray, handoff_gaps, run_sweep_in_process, use_plugin
 
@@ -211,7 +212,7 @@ def overhead(args: argparse.Namespace) -> None:
 
 
 def gpu_packing(args: argparse.Namespace) -> None:
-    """Trials/hour of a small denoise model at 1, 2, 4 and 8 trials per GPU (`resources.gpus` = 1/k)."""
+    """Trials/hour of small denoise models at 1, 2, 4 and 8 trials per GPU (`resources.gpus` = 1/k)."""
     if not torch.cuda.is_available():
         sys.exit("--gpu-packing needs a CUDA GPU and none is visible here: nothing was run")
     import ray
@@ -222,36 +223,53 @@ def gpu_packing(args: argparse.Namespace) -> None:
     start_ray(None, verbose=False)
     gpus = int(ray.cluster_resources().get("GPU", 0))
     cpus = ray.cluster_resources().get("CPU", 1)
-    print(f"GPUs: {gpus} x {torch.cuda.get_device_name(0)}, {cpus:g} CPUs, model {args.model}")
-    base = None
-    for per_gpu in PACKINGS:
-        concurrency = per_gpu * gpus
-        trials = max(args.trials, 4 * concurrency)  # at least four rounds of trials per slot
-        spec = {
-            "name": f"packing-{args.model}-{per_gpu}",
-            "task": {"name": "denoise", "settings": {"T": 100, "valid_size": 256}},
-            "models": [args.model],
-            "params": {
-                "iterations": 300 if args.quick else 1000,
-                "eval_every": 100,
-                "batch_size": 128,
-                "hidden_size": 128,
-                "lr": {"float": [1e-4, 1e-2], "log": True},
-            },
-            "scheduler": {"name": "none"},
-            "budget": {"trials": trials, "max_concurrent": concurrency},
-            "resources": {"cpus": min(1.0, cpus / concurrency), "gpus": 1 / per_gpu},
-            "seed": 0,
-        }
-        fresh_ray(spec)
-        with tempfile.TemporaryDirectory(prefix="sweeper-packing-") as tmp:
-            run = run_sweep_in_process(spec, f"sqlite:///{Path(tmp) / 's.db'}", Path(tmp), None)
-        rate = trials / run.run_s * 3600
-        base = base or rate
-        print(
-            f"{per_gpu} per GPU: {trials} trials in {run.run_s:.1f} s = {rate:.0f} trials/h ({rate / base:.2f}x 1 per GPU)"
-        )
+    print(f"GPUs: {gpus} x {torch.cuda.get_device_name(0)}, {cpus:g} CPUs, models {', '.join(args.model)}")
+    rows = []
+    for model in args.model:
+        base = None
+        for per_gpu in PACKINGS:
+            concurrency = per_gpu * gpus
+            trials = max(args.trials, 4 * concurrency)  # at least four rounds of trials per slot
+            iterations = 300 if args.quick else 1000
+            spec = {
+                "name": f"packing-{model}-{per_gpu}",
+                "task": {"name": "denoise", "settings": {"T": 100, "valid_size": 256}},
+                "models": [model],
+                "params": {
+                    "iterations": iterations,
+                    "eval_every": 100,
+                    "batch_size": 128,
+                    "hidden_size": 128,
+                    "lr": {"float": [1e-4, 1e-2], "log": True},
+                },
+                "scheduler": {"name": "none"},
+                "budget": {"trials": trials, "max_concurrent": concurrency},
+                "resources": {"cpus": min(1.0, cpus / concurrency), "gpus": 1 / per_gpu},
+                "seed": 0,
+            }
+            fresh_ray(spec)
+            with tempfile.TemporaryDirectory(prefix="sweeper-packing-") as tmp:
+                run = run_sweep_in_process(spec, f"sqlite:///{Path(tmp) / 's.db'}", Path(tmp), None)
+            rate = trials / run.run_s * 3600
+            base = base or rate
+            print(
+                f"{model} {per_gpu} per GPU: {trials} trials in {run.run_s:.1f} s = {rate:.0f} trials/h "
+                f"({rate / base:.2f}x 1 per GPU)",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "per_gpu": per_gpu,
+                    "trials": trials,
+                    "iterations": iterations,
+                    "wall_s": run.run_s,
+                    "trials_per_hour": rate,
+                    "times_one_per_gpu": rate / base,
+                }
+            )
     ray.shutdown()
+    record.write(f"gpu_packing{'-quick' if args.quick else ''}", "cuda", rows)
 
 
 def main() -> None:
@@ -274,7 +292,9 @@ def main() -> None:
         "--profile", type=int, default=0, metavar="N", help="print the driver's N costliest functions"
     )
     parser.add_argument("--gpu-packing", action="store_true", help="trials/hour at 1, 2, 4, 8 trials per GPU")
-    parser.add_argument("--model", default="gru", help="the model --gpu-packing trains (denoise, 128 units)")
+    parser.add_argument(
+        "--model", nargs="+", default=["gru", "goru"], help="models --gpu-packing trains (denoise, 128 units)"
+    )
     parser.add_argument("--row", help=argparse.SUPPRESS)  # one sweeper row, in its own process
     args = parser.parse_args()
     use_plugin()

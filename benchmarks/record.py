@@ -1,0 +1,58 @@
+"""A benchmark's figures as data: `benchmarks/results/<name>.json`, with what they were measured on.
+
+The README summarizes these files; a figure in it that no file holds was not measured by the
+script that claims it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for package in ("torch", "triton", "ray", "optuna", "mlflow"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def machine(device: str) -> dict[str, Any]:
+    """The device the figures come from: the GPU's name, or the CPU and its core count."""
+    described: dict[str, Any] = {"device": device, "cpus": os.cpu_count(), "platform": platform.platform()}
+    if device.startswith("cuda"):
+        import torch
+
+        described["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        described["cuda"] = torch.version.cuda
+    else:
+        described["cpu"] = platform.processor() or platform.machine()
+    return described
+
+
+def write(name: str, device: str, figures: Any, out: Path | None = None) -> Path:
+    """Write `figures` with the device, versions, date and command line; return the file's path."""
+    path = out or RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": name,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python", *sys.argv]),
+        "machine": machine(device),
+        "versions": versions(),
+        "figures": figures,
+    }
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"figures written to {path}")
+    return path
