@@ -1,21 +1,22 @@
-"""Registries of models and tasks.
+"""Registries of models and tasks: name → what to build and what it accepts.
 
-A model or task declares its hyperparameters once, next to its code; spec validation, search
-spaces, `sweeper models`/`sweeper tasks` and the trial itself all read that one declaration.
+A model or a task registers itself with a decorator on its class, beside its code, declaring its
+hyperparameters once; spec validation, search spaces, `sweeper models`/`sweeper tasks` and the
+trial itself all read that one declaration. `trainables.catalog` imports the modules that
+register; this module imports none of them.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
-import os
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 
-from trainables.optimizers import OPTIMIZERS
+from trainables.hyperparams import ORTHOGONAL_OPTIMIZER_HYPERPARAMS, Hyperparam, validate_values
 
 if TYPE_CHECKING:
     import torch
@@ -23,77 +24,17 @@ if TYPE_CHECKING:
     from trainables.models.base import RecurrentModel
     from trainables.tasks.base import Task
 
-Kind = Literal["int", "float", "categorical", "bool"]
-
-
-@dataclass(frozen=True)
-class Hyperparam:
-    """One tunable setting: its type, default and the range a search may explore."""
-
-    name: str
-    kind: Kind
-    default: Any
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[Any, ...] | None = None
-    log: bool = False
-    help: str = ""
-
-    def __post_init__(self) -> None:
-        if self.kind == "categorical" and not self.choices:
-            raise ValueError(f"hyperparameter {self.name!r}: categorical needs choices")
-        if self.kind == "bool" and self.choices is None:
-            object.__setattr__(self, "choices", (False, True))
-
-    def describe_range(self) -> str:
-        """Human-readable allowed values, for CLI listings and error messages."""
-        if self.choices is not None:
-            return "{" + ", ".join(str(c) for c in self.choices) + "}"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
-        return f"[{low}, {high}]" + (" log" if self.log else "")
-
-    def validate(self, value: Any) -> Any:
-        """Return `value` coerced to this parameter's type, or raise ValueError saying why."""
-        if self.kind == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"{self.name}: expected true or false, got {value!r}")
-            return value
-        if self.kind == "categorical":
-            if value not in self.choices:
-                raise ValueError(f"{self.name}: expected one of {self.describe_range()}, got {value!r}")
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{self.name}: expected a number, got {value!r}")
-        if self.kind == "int":
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(f"{self.name}: expected an integer, got {value!r}")
-            value = int(value)
-        else:
-            value = float(value)
-            if not math.isfinite(value):
-                raise ValueError(f"{self.name}: expected a finite number, got {value!r}")
-        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            raise ValueError(f"{self.name}: {value!r} is outside the allowed range {self.describe_range()}")
-        return value
-
-
-def validate_values(
-    declared: Mapping[str, Hyperparam], values: Mapping[str, Any], owner: str
-) -> dict[str, Any]:
-    """Fill defaults and validate `values` against `declared`; unknown names are an error."""
-    unknown = sorted(set(values) - set(declared))
-    if unknown:
-        raise ValueError(
-            f"{owner} does not accept {', '.join(unknown)}; it accepts: {', '.join(sorted(declared)) or 'nothing'}"
-        )
-    resolved = {name: hp.default for name, hp in declared.items()}
-    for name, value in values.items():
-        resolved[name] = declared[name].validate(value)
-    return resolved
-
-
+PROJECT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
+
+
+def defined_in(obj: object) -> str:
+    """Where `obj` is defined: a path in this project, or the module it came from (a plugin)."""
+    module = inspect.getmodule(obj)
+    path = Path(inspect.getsourcefile(obj) or "") if module is not None else None
+    if path is not None and path.is_absolute() and path.is_relative_to(PROJECT):
+        return path.relative_to(PROJECT).as_posix()
+    return getattr(module, "__name__", "?")
 
 
 class Registry(Generic[T]):
@@ -128,28 +69,8 @@ class Registry(Generic[T]):
         return len(self._entries)
 
 
-ORTHOGONAL_OPTIMIZER_HYPERPARAMS: tuple[Hyperparam, ...] = (
-    Hyperparam(
-        "orth_lr",
-        "float",
-        1e-4,
-        low=1e-7,
-        high=1.0,
-        log=True,
-        help="learning rate of the orthogonal parameters (angles, A)",
-    ),
-    Hyperparam(
-        "orth_optimizer",
-        "categorical",
-        "rmsprop",
-        choices=tuple(OPTIMIZERS),
-        help="optimizer of the orthogonal parameters",
-    ),
-)
-
-
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelEntry:
     """A registered recurrent model: how to build it and what it accepts.
 
     `build(input_size, hidden_size, **hyperparams)` returns a `RecurrentModel`. Orthogonal models
@@ -167,6 +88,10 @@ class ModelSpec:
         extra = ORTHOGONAL_OPTIMIZER_HYPERPARAMS if self.orthogonal else ()
         return {hp.name: hp for hp in (*self.hyperparams, *extra)}
 
+    @property
+    def defined_in(self) -> str:
+        return defined_in(self.build)
+
     def resolve(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Validated values of every hyperparameter of this model, defaults filled in."""
         return validate_values(self.all_hyperparams, values, f"model {self.name!r}")
@@ -176,15 +101,10 @@ class ModelSpec:
         own = {hp.name: resolved[hp.name] for hp in self.hyperparams}
         return self.build(input_size, hidden_size, **own)
 
-    def parameter_count(self, input_size: int, hidden_size: int, **values: Any) -> int:
-        """Trainable parameters of the recurrent part (the task's head is counted by the task)."""
-        model = self.create(input_size, hidden_size, **values)
-        return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """A registered task: its typed settings and a builder.
+class TaskEntry:
+    """A registered task: its typed settings and the Task class that builds it.
 
     `build(settings, batch_size=, seed=, device=)` returns a `Task`. Settings are a pydantic model
     with `extra="forbid"`, validated when a spec is read, so a typo never reaches a trial.
@@ -194,6 +114,10 @@ class TaskSpec:
     settings: type[BaseModel]
     build: Callable[..., Task]
     description: str = ""
+
+    @property
+    def defined_in(self) -> str:
+        return defined_in(self.build)
 
     def searchable_settings(self) -> dict[str, Hyperparam]:
         """The numeric, boolean and enumerated settings, as `task.<name>` hyperparameters a sweep
@@ -231,37 +155,32 @@ class TaskSpec:
         )
 
 
-MODELS: Registry[ModelSpec] = Registry("model")
-TASKS: Registry[TaskSpec] = Registry("task")
+MODELS: Registry[ModelEntry] = Registry("model")
+TASKS: Registry[TaskEntry] = Registry("task")
+Built = TypeVar("Built", bound=Callable[..., Any])
 
 
-def register_model(spec: ModelSpec) -> ModelSpec:
-    return MODELS.register(spec.name, spec)
+def register_model(
+    name: str, *, hyperparams: tuple[Hyperparam, ...] = (), orthogonal: bool = False, description: str = ""
+) -> Callable[[Built], Built]:
+    """Class (or builder) decorator: register a recurrent model under `name`.
+
+    The decorated callable is called as `build(input_size, hidden_size, **hyperparams)`, with
+    every declared hyperparameter filled in from the trial or from its default.
+    """
+
+    def register(build: Built) -> Built:
+        MODELS.register(name, ModelEntry(name, build, hyperparams, orthogonal, description))
+        return build
+
+    return register
 
 
-def register_task(spec: TaskSpec) -> TaskSpec:
-    return TASKS.register(spec.name, spec)
+def register_task(name: str, settings: type[BaseModel], *, description: str = "") -> Callable[[Built], Built]:
+    """Class decorator: register a Task subclass under `name`, with its settings model."""
 
+    def register(build: Built) -> Built:
+        TASKS.register(name, TaskEntry(name, settings, build, description))
+        return build
 
-PLUGINS_ENV = "SWEEPER_PLUGINS"
-
-
-def plugin_modules() -> tuple[str, ...]:
-    """The modules `SWEEPER_PLUGINS` names (comma-separated): models or tasks of a user's own."""
-    return tuple(filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))))
-
-
-def load_all(plugins: tuple[str, ...] = ()) -> None:
-    """Import the model and task packages, whose modules register themselves, and the plugins:
-    those `SWEEPER_PLUGINS` names here and `plugins` (what it named in the driver, which a trial
-    on another machine is handed, since that machine's environment may not have the variable)."""
-    import trainables.models
-    import trainables.tasks  # noqa: F401
-
-    for module in (*plugin_modules(), *plugins):
-        if module not in _loaded_plugins:
-            importlib.import_module(module)
-            _loaded_plugins.add(module)
-
-
-_loaded_plugins: set[str] = set()
+    return register

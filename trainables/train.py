@@ -17,10 +17,13 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from trainables.catalog import load_all
+from trainables.hyperparams import TRAINING, validate_values
 from trainables.models.base import OrthogonalModel, RecurrentModel
 from trainables.models.kernel_choice import resolve_kernel
-from trainables.optimizers import OPTIMIZERS, make_optimizer
-from trainables.registry import MODELS, TASKS, Hyperparam, load_all, validate_values
+from trainables.optimizers import make_optimizer
+from trainables.registry import MODELS, TASKS
+from trainables.sizing import count_parameters
 from trainables.tasks.base import Task
 
 # (step, metrics): numbers, and text facts of the run such as the kernel its recurrence ran on
@@ -39,38 +42,6 @@ class Checkpointing(Protocol):
     def load(self) -> dict[str, Any] | None: ...
 
 
-TRAINING_HYPERPARAMS: tuple[Hyperparam, ...] = (
-    Hyperparam("hidden_size", "int", 128, low=1, high=65536, log=True, help="recurrent state size"),
-    Hyperparam("lr", "float", 1e-3, low=1e-7, high=10.0, log=True, help="learning rate"),
-    Hyperparam(
-        "optimizer",
-        "categorical",
-        "rmsprop",
-        choices=tuple(OPTIMIZERS),
-        help="optimizer; rmsprop_tf reproduces TensorFlow 1's RMSProp (decay 0.9, eps 1e-10, accumulator 1)",
-    ),
-    Hyperparam("batch_size", "int", 128, low=1, high=65536, log=True, help="sequences per batch"),
-    Hyperparam("grad_clip", "float", 0.0, low=0.0, high=1e6, help="gradient norm clip (0: none)"),
-    Hyperparam("iterations", "int", 1000, low=1, high=10**9, help="optimizer steps"),
-    Hyperparam("eval_every", "int", 100, low=1, high=10**9, help="steps between validation reports"),
-    Hyperparam(
-        "checkpoint_every",
-        "int",
-        4,
-        low=1,
-        high=10**6,
-        help="reports between checkpoints (when checkpointing)",
-    ),
-    Hyperparam(
-        "memory_limit_mb",
-        "int",
-        0,
-        low=0,
-        high=10**8,
-        help="fail the trial when its process holds more memory at a report (0: no limit)",
-    ),
-)
-TRAINING = {hp.name: hp for hp in TRAINING_HYPERPARAMS}
 STRUCTURAL_KEYS = ("task", "task_settings", "model", "seed", "device")
 
 
@@ -110,22 +81,22 @@ class TrialConfig:
         for key in ("task", "model"):
             if key not in config:
                 raise ValueError(f"config needs {key!r}")
-        task_spec = TASKS.get(config["task"])
-        model_spec = MODELS.get(config["model"])
-        task_settings = task_spec.settings.model_validate(
+        task_entry = TASKS.get(config["task"])
+        model_entry = MODELS.get(config["model"])
+        task_settings = task_entry.settings.model_validate(
             dict(config.get("task_settings") or {})
         ).model_dump()
         rest = {k: v for k, v in config.items() if k not in STRUCTURAL_KEYS}
-        declared = {**TRAINING, **model_spec.all_hyperparams}
-        values = validate_values(declared, rest, f"trial of model {model_spec.name!r}")
+        declared = {**TRAINING, **model_entry.all_hyperparams}
+        values = validate_values(declared, rest, f"trial of model {model_entry.name!r}")
         seed = config.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
         return cls(
-            task=task_spec.name,
+            task=task_entry.name,
             task_settings=task_settings,
-            model=model_spec.name,
-            model_params={k: values[k] for k in model_spec.all_hyperparams},
+            model=model_entry.name,
+            model_params={k: values[k] for k in model_entry.all_hyperparams},
             training={k: values[k] for k in TRAINING},
             seed=seed,
             device=str(config.get("device", "auto")),
@@ -136,6 +107,23 @@ class TrialConfig:
         without CUDA or Triton), before anything is built."""
         if "kernel" in self.model_params:
             resolve_kernel(self.model_params["kernel"], pick_device(self.device))
+
+
+def config_from_settings(
+    task: str, model: str, settings: Mapping[str, Any], seed: int = 0, device: str = "auto"
+) -> dict[str, Any]:
+    """A trial config from NAME=VALUE settings (`sweeper train --set`): the task's own settings
+    go to the task, the rest are hyperparameters, checked when the config is validated."""
+    load_all()
+    fields = TASKS.get(task).settings.model_fields
+    return {
+        "task": task,
+        "model": model,
+        "task_settings": {k: v for k, v in settings.items() if k in fields},
+        "seed": seed,
+        "device": device,
+        **{k: v for k, v in settings.items() if k not in fields},
+    }
 
 
 def pick_device(name: str) -> torch.device:
@@ -195,27 +183,27 @@ def run_facts(rnns: Sequence[RecurrentModel], device: torch.device) -> dict[str,
     return {"kernel": ",".join(sorted(kernels))} if kernels else {}
 
 
+def network_facts(task: Task, network: nn.Module) -> dict[str, float]:
+    """Constants of a trial reported with its metrics, so that reading results needs no network
+    built: its parameter count and the task's memoryless baseline."""
+    baseline = {} if task.baseline is None else {"baseline": float(task.baseline)}
+    return {"parameters": float(count_parameters(network)), **baseline}
+
+
 def build(trial: TrialConfig, device: torch.device) -> tuple[Task, nn.Module, list[RecurrentModel]]:
     """The task, the whole network and its recurrent models for one trial, on `device`."""
     torch.manual_seed(trial.seed)
     hp = trial.training
-    model_spec = MODELS.get(trial.model)
+    model_entry = MODELS.get(trial.model)
     task = TASKS.get(trial.task).create(
         trial.task_settings, batch_size=hp["batch_size"], seed=trial.seed, device=device
     )
 
     def make_rnn(input_size: int, hidden_size: int | None = None) -> RecurrentModel:
-        return model_spec.create(input_size, hidden_size or hp["hidden_size"], **trial.model_params)
+        return model_entry.create(input_size, hidden_size or hp["hidden_size"], **trial.model_params)
 
     network = task.create_network(make_rnn).to(device)
     return task, network, recurrent_models(network)
-
-
-def parameter_count(config: Mapping[str, Any]) -> int:
-    """Trainable parameters of a trial's whole network (recurrent model, embedding, head)."""
-    trial = TrialConfig.from_mapping({**config, "device": "cpu"})
-    _, network, _ = build(trial, torch.device("cpu"))
-    return sum(p.numel() for p in network.parameters() if p.requires_grad)
 
 
 def train(
@@ -235,7 +223,7 @@ def train(
     hp = trial.training
     device = pick_device(trial.device)
     task, network, rnns = build(trial, device)
-    facts = run_facts(rnns, device)
+    facts = {**run_facts(rnns, device), **network_facts(task, network)}
     optimizers = build_optimizers(rnns, network, trial)
 
     started = time.perf_counter()

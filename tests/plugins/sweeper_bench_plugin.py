@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import Task
 
 MATMUL_SIZE = 256
@@ -40,6 +40,11 @@ class FixedWorkSettings(BaseModel):
     step_matmuls: int = Field(10, ge=0, le=10**7, description="256×256 matrix products per training step")
 
 
+@register_task(
+    "fixed_work",
+    FixedWorkSettings,
+    description="test task: a fixed sleep or compute per step; reports its process id and times",
+)
 class FixedWork(Task):
     """One scalar per step through the trial's recurrent model, after the step's fixed work.
 
@@ -84,13 +89,3 @@ class FixedWork(Task):
             "torch_threads": float(torch.get_num_threads()),
             "reported_at": time.time(),
         }
-
-
-register_task(
-    TaskSpec(
-        "fixed_work",
-        FixedWorkSettings,
-        FixedWork,
-        description="test task: a fixed sleep or compute per step; reports its process id and times",
-    )
-)

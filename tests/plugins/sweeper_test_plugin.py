@@ -9,10 +9,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from trainables.hyperparams import Hyperparam
 from trainables.models.rnn import FusedRNN
-from trainables.registry import Hyperparam, ModelSpec, register_model
+from trainables.registry import register_model
 
 
+@register_model(
+    "exploding",
+    hyperparams=(Hyperparam("fail_after", "int", 5, low=0, high=10**6),),
+    description="test model that raises after fail_after forward passes",
+)
 class Exploding(FusedRNN):
     """A GRU whose forward raises once it has run `fail_after` times."""
 
@@ -26,13 +32,3 @@ class Exploding(FusedRNN):
         if self.calls > self.fail_after:
             raise RuntimeError("exploding model failed on purpose")
         return super().forward(x, state)
-
-
-register_model(
-    ModelSpec(
-        "exploding",
-        Exploding,
-        hyperparams=(Hyperparam("fail_after", "int", 5, low=0, high=10**6),),
-        description="test model that raises after fail_after forward passes",
-    )
-)

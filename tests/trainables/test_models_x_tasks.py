@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.trainables.tasks import corpora
-from trainables.registry import MODELS, TASKS, load_all
+from trainables.catalog import load_all
+from trainables.registry import MODELS, TASKS
 from trainables.train import train
 
 load_all()

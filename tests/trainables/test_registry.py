@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainables.registry import PLUGINS_ENV, load_all, plugin_modules
+from trainables.catalog import PLUGINS_ENV, load_all, plugin_modules
 
 
 def test_plugin_modules_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

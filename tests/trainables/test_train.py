@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from trainables.models.rnn import FusedRNN
-from trainables.registry import MODELS, ModelSpec
+from trainables.registry import MODELS, ModelEntry
 from trainables.train import TrialDiverged, train
 
 
@@ -18,7 +18,7 @@ class Diverging(FusedRNN):
 
 @pytest.fixture
 def diverging_model():
-    MODELS.register("diverging", ModelSpec("diverging", lambda i, h: Diverging(torch.nn.GRU, i, h)))
+    MODELS.register("diverging", ModelEntry("diverging", lambda i, h: Diverging(torch.nn.GRU, i, h)))
     yield "diverging"
     MODELS._entries.pop("diverging")
 
@@ -118,7 +118,7 @@ class Hoarding(FusedRNN):
 def test_a_trial_over_its_memory_limit_fails_with_the_reason():
     from trainables.train import TrialOutOfMemory, resident_mb
 
-    MODELS.register("hoarding", ModelSpec("hoarding", lambda i, h: Hoarding(torch.nn.GRU, i, h)))
+    MODELS.register("hoarding", ModelEntry("hoarding", lambda i, h: Hoarding(torch.nn.GRU, i, h)))
     try:
         limit = int(resident_mb()) + 150
         config = {

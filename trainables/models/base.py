@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from trainables.models.kernel_choice import Kernel, resolve_kernel
-from trainables.models.orthogonal import orthogonal_diagnostics
+from trainables.models.orthogonal import GivensRotations, ScaledCayley, orthogonal_diagnostics
 
 State = Any
 
@@ -38,19 +38,38 @@ class RecurrentModel(nn.Module):
 
 
 class OrthogonalModel(RecurrentModel):
-    """A model with orthogonal recurrent matrices: their diagnostics, and the `kernel` setting
-    that picks the implementation of its time loop (`kernel_choice`)."""
+    """A model with orthogonal recurrent matrices, each a parametrization module among its
+    submodules (`GivensRotations`, `ScaledCayley`): their parameters get the orthogonal
+    optimizer, their maintained inverses are carried over each step, and their diagnostics are
+    reported. `kernel` picks the implementation of the time loop (`kernel_choice`)."""
 
     kernel: str = "auto"
 
+    def parametrizations(self) -> list[GivensRotations | ScaledCayley]:
+        return [m for m in self.modules() if isinstance(m, GivensRotations | ScaledCayley)]
+
+    def orthogonal_parameters(self) -> list[nn.Parameter]:
+        return [p for part in self.parametrizations() for p in part.parameters()]
+
     def orthogonal_matrices(self) -> list[torch.Tensor]:
         """The orthogonal matrices as the forward pass builds them."""
-        raise NotImplementedError
+        return [part() for part in self.parametrizations()]
+
+    def after_optimizer_step(self) -> None:
+        for part in self.parametrizations():  # each matrix from its own A and its own inverse
+            if isinstance(part, ScaledCayley):
+                part.after_optimizer_step()
 
     def diagnostics(self) -> dict[str, float]:
         with torch.no_grad():
             matrices = self.orthogonal_matrices()
-        return orthogonal_diagnostics(matrices, self.orthogonal_parameters())
+        figures = orthogonal_diagnostics(matrices, self.orthogonal_parameters())
+        maintained = [
+            p for p in self.parametrizations() if isinstance(p, ScaledCayley) and p.neumann_order is not None
+        ]
+        if maintained:
+            figures["neumann_condition"] = max(part.neumann_condition() for part in maintained)
+        return figures
 
     def scan_kernel(self, x: torch.Tensor) -> Kernel:
         """The implementation this forward pass takes for an input like `x`."""

@@ -9,14 +9,26 @@ from trainables.models.base import OrthogonalModel, State
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
-from trainables.registry import ModelSpec, register_model
+from trainables.registry import register_model
 
 
+@register_model(
+    "eurnn",
+    hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
+    orthogonal=True,
+    description="EURNN (orthogonal): modReLU(U h + W x), U a product of Givens rotations",
+)
 class EURNN(OrthogonalModel):
-    """U is a product of Givens rotation layers, built once per forward pass (DESIGN.md §6)."""
+    """U is a product of Givens rotation layers, built once per forward pass."""
 
     def __init__(
-        self, input_size: int, hidden_size: int, layout: str, capacity: int, modrelu_eps: float, kernel: str
+        self,
+        input_size: int,
+        hidden_size: int,
+        layout: str = "auto",
+        capacity: int = 2,
+        modrelu_eps: float = 0.0,
+        kernel: str = "auto",
     ) -> None:
         super().__init__()
         self.input_size = input_size
@@ -38,31 +50,3 @@ class EURNN(OrthogonalModel):
             h = modrelu(torch.addmm(xt, h, U), bias, eps)  # eq. 12 with σ = modReLU (eq. 13)
             outputs.append(h)
         return torch.stack(outputs), h
-
-    def orthogonal_parameters(self) -> list[nn.Parameter]:
-        return [self.rotations.angles]
-
-    def orthogonal_matrices(self) -> list[torch.Tensor]:
-        return [self.rotations.matrix()]
-
-
-def build_eurnn(
-    input_size: int,
-    hidden_size: int,
-    layout: str = "auto",
-    capacity: int = 2,
-    modrelu_eps: float = 0.0,
-    kernel: str = "auto",
-) -> EURNN:
-    return EURNN(input_size, hidden_size, layout, capacity, modrelu_eps, kernel)
-
-
-register_model(
-    ModelSpec(
-        "eurnn",
-        build_eurnn,
-        hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
-        orthogonal=True,
-        description="EURNN (orthogonal): modReLU(U h + W x), U a product of Givens rotations",
-    )
-)

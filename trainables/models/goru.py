@@ -8,7 +8,7 @@ modReLU bias 0.01.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -18,42 +18,48 @@ from trainables.models.base import OrthogonalModel, State
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
-from trainables.registry import ModelSpec, register_model
+from trainables.registry import register_model
 
 WEIGHT_INIT = 0.01
 RESET_BIAS_INIT = 2.0
 MODRELU_BIAS_INIT = 0.01
+HYPERPARAMS = (*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL)
 
 
+@register_model(
+    "goru",
+    hyperparams=HYPERPARAMS,
+    orthogonal=True,
+    description="GORU: gated orthogonal recurrent unit, Givens U, modReLU",
+)
 class GORU(OrthogonalModel):
-    """Gated orthogonal recurrent unit; `reset=False` fixes r ≡ 1, `update=False` fixes z ≡ 0.
+    """Gated orthogonal recurrent unit. The ablations set `reset = False` (r ≡ 1) or
+    `update = False` (z ≡ 0); an ablated gate has no weights at all, so parameter counts are
+    those of the smaller model."""
 
-    An ablated gate has no weights at all, so parameter counts are those of the smaller model.
-    """
+    reset: ClassVar[bool] = True
+    update: ClassVar[bool] = True
 
     def __init__(
         self,
         input_size: int,
         hidden_size: int,
-        layout: str,
-        capacity: int,
-        modrelu_eps: float,
+        layout: str = "auto",
+        capacity: int = 2,
+        modrelu_eps: float = 0.0,
         kernel: str = "auto",
-        reset: bool = True,
-        update: bool = True,
     ) -> None:
         super().__init__()
         self.kernel = kernel
         self.input_size = input_size
         self.hidden_size = hidden_size
-        self.reset, self.update = reset, update
-        n, n_gates = hidden_size, int(reset) + int(update)
+        n, n_gates = hidden_size, int(self.reset) + int(self.update)
         # rows: [candidate | reset | update]; the candidate's bias is modReLU's
         self.input_weight = nn.Parameter(
             torch.empty((1 + n_gates) * n, input_size).uniform_(-WEIGHT_INIT, WEIGHT_INIT)
         )
         self.gate_weight = nn.Parameter(torch.empty(n, n_gates * n).uniform_(-WEIGHT_INIT, WEIGHT_INIT))
-        biases = [torch.full((n,), RESET_BIAS_INIT)] * reset + [torch.zeros(n)] * update
+        biases = [torch.full((n,), RESET_BIAS_INIT)] * self.reset + [torch.zeros(n)] * self.update
         self.gate_bias = nn.Parameter(torch.cat(biases))
         self.rotations = GivensRotations(n, resolve_layout(layout, n), capacity)
         self.activation = ModReLU(n, modrelu_eps, bias_init=MODRELU_BIAS_INIT)
@@ -70,40 +76,22 @@ class GORU(OrthogonalModel):
             projected, h0, recurrent, self.activation.bias, self.activation.eps, self.reset, update
         )  # eqs. 14–16
 
-    def orthogonal_parameters(self) -> list[nn.Parameter]:
-        return [self.rotations.angles]
 
-    def orthogonal_matrices(self) -> list[torch.Tensor]:
-        return [self.rotations.matrix()]
-
-
-def _builder(reset: bool, update: bool) -> Callable[..., GORU]:
-    def build(
-        input_size: int,
-        hidden_size: int,
-        layout: str = "auto",
-        capacity: int = 2,
-        modrelu_eps: float = 0.0,
-        kernel: str = "auto",
-    ) -> GORU:
-        return GORU(
-            input_size, hidden_size, layout, capacity, modrelu_eps, kernel, reset=reset, update=update
-        )
-
-    return build
+@register_model(
+    "goru_noreset",
+    hyperparams=HYPERPARAMS,
+    orthogonal=True,
+    description="GORU without its reset gate (r ≡ 1), a GORU paper ablation",
+)
+class GORUNoReset(GORU):
+    reset = False
 
 
-for _name, _reset, _update, _what in (
-    ("goru", True, True, "GORU: gated orthogonal recurrent unit, Givens U, modReLU"),
-    ("goru_noreset", False, True, "GORU without its reset gate (r ≡ 1), a GORU paper ablation"),
-    ("goru_noupdate", True, False, "GORU without its update gate (z ≡ 0), a GORU paper ablation"),
-):
-    register_model(
-        ModelSpec(
-            _name,
-            _builder(_reset, _update),
-            hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
-            orthogonal=True,
-            description=_what,
-        )
-    )
+@register_model(
+    "goru_noupdate",
+    hyperparams=HYPERPARAMS,
+    orthogonal=True,
+    description="GORU without its update gate (z ≡ 0), a GORU paper ablation",
+)
+class GORUNoUpdate(GORU):
+    update = False

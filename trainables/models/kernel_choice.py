@@ -16,7 +16,7 @@ from typing import Literal
 
 import torch
 
-from trainables.registry import Hyperparam
+from trainables.hyperparams import Hyperparam
 
 Kernel = Literal["fused", "loop"]
 

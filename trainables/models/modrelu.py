@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainables.registry import Hyperparam
+from trainables.hyperparams import Hyperparam
 
 MODRELU_EPS = Hyperparam(
     "modrelu_eps",

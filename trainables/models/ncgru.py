@@ -14,16 +14,57 @@ import math
 import torch
 from torch import nn
 
+from trainables.hyperparams import Hyperparam
 from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import RHO, ScaledCayley
-from trainables.registry import Hyperparam, ModelSpec, register_model
+from trainables.registry import register_model
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
 
 
+@register_model(
+    "ncgru",
+    hyperparams=(
+        Hyperparam(
+            "orthogonal",
+            "categorical",
+            "rc",
+            choices=("c", "rc", "ruc"),
+            help="which recurrent weights are scaled Cayley matrices: U_c, U_r and U_c, or all three",
+        ),
+        Hyperparam(
+            "reset",
+            "categorical",
+            "before",
+            choices=("before", "after"),
+            help="reset gate before the candidate's product (eq. 19) or after it (the PTB code)",
+        ),
+        RHO,
+        Hyperparam(
+            "neumann_order",
+            "int",
+            2,
+            low=0,
+            high=3,
+            help="Neumann series order of the inverse update; 0 computes the exact inverse every step",
+        ),
+        Hyperparam(
+            "reset_interval",
+            "int",
+            50,
+            low=1,
+            high=10**6,
+            help="optimizer steps between exact recomputations of the inverse",
+        ),
+        MODRELU_EPS,
+        KERNEL,
+    ),
+    orthogonal=True,
+    description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",
+)
 class NCGRU(OrthogonalModel):
     """Each orthogonal weight is its own `ScaledCayley` (own A, D and maintained inverse), so one
     matrix's step never updates another's inverse, unlike the reference code."""
@@ -32,12 +73,12 @@ class NCGRU(OrthogonalModel):
         self,
         input_size: int,
         hidden_size: int,
-        orthogonal: str,
-        reset: str,
-        rho: int,
-        neumann_order: int,
-        reset_interval: int,
-        modrelu_eps: float,
+        orthogonal: str = "rc",
+        reset: str = "before",
+        rho: int = 0,
+        neumann_order: int = 2,
+        reset_interval: int = 50,
+        modrelu_eps: float = 0.0,
         kernel: str = "auto",
     ) -> None:
         super().__init__()
@@ -81,80 +122,3 @@ class NCGRU(OrthogonalModel):
         return scans.reset_after_scan(
             projected, h0, recurrent, bias, eps, True, "admits"
         )  # PTB code's variant
-
-    def orthogonal_parameters(self) -> list[nn.Parameter]:
-        return [cayley.upper for cayley in self.cayley.values()]
-
-    def after_optimizer_step(self) -> None:
-        for cayley in self.cayley.values():  # each matrix from its own A and its own inverse
-            cayley.after_optimizer_step()
-
-    def orthogonal_matrices(self) -> list[torch.Tensor]:
-        return [cayley() for cayley in self.cayley.values()]
-
-    def diagnostics(self) -> dict[str, float]:
-        return {
-            **super().diagnostics(),
-            "neumann_condition": max(cayley.neumann_condition() for cayley in self.cayley.values()),
-        }
-
-
-def build_ncgru(
-    input_size: int,
-    hidden_size: int,
-    orthogonal: str = "rc",
-    reset: str = "before",
-    rho: int = 0,
-    neumann_order: int = 2,
-    reset_interval: int = 50,
-    modrelu_eps: float = 0.0,
-    kernel: str = "auto",
-) -> NCGRU:
-    return NCGRU(
-        input_size, hidden_size, orthogonal, reset, rho, neumann_order, reset_interval, modrelu_eps, kernel
-    )
-
-
-register_model(
-    ModelSpec(
-        "ncgru",
-        build_ncgru,
-        hyperparams=(
-            Hyperparam(
-                "orthogonal",
-                "categorical",
-                "rc",
-                choices=("c", "rc", "ruc"),
-                help="which recurrent weights are scaled Cayley matrices: U_c, U_r and U_c, or all three",
-            ),
-            Hyperparam(
-                "reset",
-                "categorical",
-                "before",
-                choices=("before", "after"),
-                help="reset gate before the candidate's product (eq. 19) or after it (the PTB code)",
-            ),
-            RHO,
-            Hyperparam(
-                "neumann_order",
-                "int",
-                2,
-                low=0,
-                high=3,
-                help="Neumann series order of the inverse update; 0 computes the exact inverse every step",
-            ),
-            Hyperparam(
-                "reset_interval",
-                "int",
-                50,
-                low=1,
-                high=10**6,
-                help="optimizer steps between exact recomputations of the inverse",
-            ),
-            MODRELU_EPS,
-            KERNEL,
-        ),
-        orthogonal=True,
-        description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",
-    )
-)

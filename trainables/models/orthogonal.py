@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from trainables.registry import Hyperparam
+from trainables.hyperparams import Hyperparam
 
 GivensLayout = Literal["fft", "tunable"]
 
@@ -38,7 +38,7 @@ GIVENS_HYPERPARAMS: tuple[Hyperparam, ...] = (
     ),
 )
 RHO = Hyperparam(
-    "rho", "int", 0, low=0, high=65536, help="entries −1 in the Cayley scaling D (0 ≤ rho ≤ hidden size)"
+    "rho", "int", 0, low=0, high=65536, at_most="hidden_size", help="entries −1 in the Cayley scaling D"
 )
 
 
@@ -120,6 +120,9 @@ class GivensRotations(nn.Module):
     def matrix(self) -> torch.Tensor:
         """M with h @ M = U h: the layers are linear, so rotating the identity's rows gives U once."""
         return self.rotate(torch.eye(self.n, dtype=self.angles.dtype, device=self.angles.device))
+
+    def forward(self) -> torch.Tensor:
+        return self.matrix()
 
     def extra_repr(self) -> str:
         return f"n={self.n}, layout={self.layout}, layers={self.n_layers}"

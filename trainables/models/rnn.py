@@ -1,4 +1,4 @@
-"""LSTM and GRU: PyTorch's fused modules behind the common interface."""
+"""LSTM and GRU: PyTorch's fused modules (cuDNN on a GPU) behind the common interface."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from trainables.models.base import RecurrentModel, State
-from trainables.registry import ModelSpec, register_model
+from trainables.registry import register_model
 
 
 class FusedRNN(RecurrentModel):
@@ -22,13 +22,13 @@ class FusedRNN(RecurrentModel):
         return self.rnn(x, state)
 
 
-def build_lstm(input_size: int, hidden_size: int) -> FusedRNN:
-    return FusedRNN(nn.LSTM, input_size, hidden_size)
+@register_model("lstm", description="LSTM (torch.nn.LSTM, fused)")
+class LSTM(FusedRNN):
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__(nn.LSTM, input_size, hidden_size)
 
 
-def build_gru(input_size: int, hidden_size: int) -> FusedRNN:
-    return FusedRNN(nn.GRU, input_size, hidden_size)
-
-
-register_model(ModelSpec("lstm", build_lstm, description="LSTM (torch.nn.LSTM, fused)"))
-register_model(ModelSpec("gru", build_gru, description="GRU (torch.nn.GRU, fused)"))
+@register_model("gru", description="GRU (torch.nn.GRU, fused)")
+class GRU(FusedRNN):
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__(nn.GRU, input_size, hidden_size)

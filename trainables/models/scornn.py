@@ -13,13 +13,21 @@ from trainables.models.base import OrthogonalModel, State
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import RHO, ScaledCayley
-from trainables.registry import ModelSpec, register_model
+from trainables.registry import register_model
 
 
+@register_model(
+    "scornn",
+    hyperparams=(RHO, MODRELU_EPS, KERNEL),
+    orthogonal=True,
+    description="scoRNN: modReLU(W x + U h), U = (I + A)^-1 (I − A) D, exact inverse",
+)
 class ScoRNN(OrthogonalModel):
     """One GEMM and one modReLU per step; U is built once per forward pass."""
 
-    def __init__(self, input_size: int, hidden_size: int, rho: int, modrelu_eps: float, kernel: str) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, rho: int = 0, modrelu_eps: float = 0.0, kernel: str = "auto"
+    ) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -40,26 +48,3 @@ class ScoRNN(OrthogonalModel):
             h = modrelu(torch.addmm(xt, h, U_t), bias, eps)  # scoRNN: modReLU(W x + U h, b)
             outputs.append(h)
         return torch.stack(outputs), h
-
-    def orthogonal_parameters(self) -> list[nn.Parameter]:
-        return [self.cayley.upper]
-
-    def orthogonal_matrices(self) -> list[torch.Tensor]:
-        return [self.cayley()]
-
-
-def build_scornn(
-    input_size: int, hidden_size: int, rho: int = 0, modrelu_eps: float = 0.0, kernel: str = "auto"
-) -> ScoRNN:
-    return ScoRNN(input_size, hidden_size, rho, modrelu_eps, kernel)
-
-
-register_model(
-    ModelSpec(
-        "scornn",
-        build_scornn,
-        hyperparams=(RHO, MODRELU_EPS, KERNEL),
-        orthogonal=True,
-        description="scoRNN: modReLU(W x + U h), U = (I + A)^-1 (I − A) D, exact inverse",
-    )
-)

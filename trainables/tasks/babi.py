@@ -31,7 +31,7 @@ from torch import nn
 from trainables.cache import content_key, file_stamps, load_or_build
 from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import RNNFactory, Task
 
 PAD = "<pad>"
@@ -301,6 +301,11 @@ def encode_babi(
     return BabiData(tuple(vocabulary), tuple(answers), {name: encode(qs) for name, qs in raw.items()})
 
 
+@register_task(
+    "babi",
+    BabiSettings,
+    description="bAbI QA v1.2 tasks 1-20 (1k or 10k) with the three-RNN reader; accuracy per task and mean",
+)
 class Babi(Task):
     """Answer accuracy per task and its mean over the selected tasks."""
 
@@ -379,13 +384,3 @@ class Babi(Task):
             f"{split}_accuracy": sum(per_task.values()) / len(per_task),
             **per_task,
         }
-
-
-register_task(
-    TaskSpec(
-        "babi",
-        BabiSettings,
-        Babi,
-        description="bAbI QA v1.2 tasks 1-20 (1k or 10k) with the three-RNN reader; accuracy per task and mean",
-    )
-)

@@ -38,7 +38,7 @@ from trainables.data import (
     require_files,
 )
 from trainables.models.base import RecurrentModel, State, detach_state
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import RNNFactory, Task
 
 EOS = "<eos>"
@@ -296,6 +296,11 @@ class LanguageModel(Task):
         return {f"{split}_loss": loss, f"{split}_{self.unit}": value}
 
 
+@register_task(
+    "ptb_char",
+    PtbCharSettings,
+    description="Penn Treebank characters (ptb.char.*.txt); bits per character, carried state",
+)
 class PtbChar(LanguageModel):
     task_name = "ptb_char"
     objective = "valid_bpc"
@@ -305,6 +310,11 @@ class PtbChar(LanguageModel):
     unit = "bpc"
 
 
+@register_task(
+    "ptb_word",
+    PtbWordSettings,
+    description="Penn Treebank words (ptb.*.txt); perplexity, carried state, NC-GRU dropouts",
+)
 class PtbWord(LanguageModel):
     task_name = "ptb_word"
     objective = "valid_ppl"
@@ -314,6 +324,11 @@ class PtbWord(LanguageModel):
     unit = "ppl"
 
 
+@register_task(
+    "wikitext2",
+    WikiText2Settings,
+    description="WikiText-2 (wiki.*.tokens); perplexity, carried state",
+)
 class WikiText2(LanguageModel):
     task_name = "wikitext2"
     objective = "valid_ppl"
@@ -321,29 +336,3 @@ class WikiText2(LanguageModel):
     files = WIKITEXT2_FILES
     characters = False
     unit = "ppl"
-
-
-register_task(
-    TaskSpec(
-        "ptb_char",
-        PtbCharSettings,
-        PtbChar,
-        description="Penn Treebank characters (ptb.char.*.txt); bits per character, carried state",
-    )
-)
-register_task(
-    TaskSpec(
-        "ptb_word",
-        PtbWordSettings,
-        PtbWord,
-        description="Penn Treebank words (ptb.*.txt); perplexity, carried state, NC-GRU dropouts",
-    )
-)
-register_task(
-    TaskSpec(
-        "wikitext2",
-        WikiText2Settings,
-        WikiText2,
-        description="WikiText-2 (wiki.*.tokens); perplexity, carried state",
-    )
-)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import Task
 
 N_MAIN, N_DISTRACTOR = 5, 4
@@ -88,6 +88,12 @@ def generate_fold(size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(inputs).T.contiguous(), torch.tensor(targets).T.contiguous()
 
 
+@register_task(
+    "shortest_path",
+    ShortestPathSettings,
+    description="algorithmic task (GGS-NN shortest path): read a serialized random graph, "
+    "emit the unique shortest path; whole-path accuracy",
+)
 class ShortestPath(Task):
     """Whole-path accuracy: an answer counts only when every node and the END are right."""
 
@@ -148,14 +154,3 @@ class ShortestPath(Task):
             wrong = (logits.argmax(-1) != y) & (y != IGNORE)
             solved += (~wrong.any(0)).sum().item()
         return {f"{split}_loss": total_loss / steps, f"{split}_accuracy": solved / inputs.shape[1]}
-
-
-register_task(
-    TaskSpec(
-        "shortest_path",
-        ShortestPathSettings,
-        ShortestPath,
-        description="algorithmic task (GGS-NN shortest path): read a serialized random graph, "
-        "emit the unique shortest path; whole-path accuracy",
-    )
-)

@@ -33,7 +33,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from trainables.cache import content_key, file_stamps, load_or_build
 from trainables.data import DataDir, DataError, MissingDataError, check_directory
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import Task
 
 SAMPLE_RATE = 8000
@@ -212,6 +212,11 @@ def _features(
     )
 
 
+@register_task(
+    "timit",
+    TimitSettings,
+    description="TIMIT speech spectra (local .wav only, licensed): predict the next STFT log-magnitude frame; MSE",
+)
 class Timit(Task):
     """Next-frame log-spectrum regression; reports the masked MSE."""
 
@@ -274,13 +279,3 @@ class Timit(Task):
             total += batch_total.item()
             terms += int(batch_terms)
         return {f"{split}_loss": total / terms}
-
-
-register_task(
-    TaskSpec(
-        "timit",
-        TimitSettings,
-        Timit,
-        description="TIMIT speech spectra (local .wav only, licensed): predict the next STFT log-magnitude frame; MSE",
-    )
-)

@@ -1,5 +1,5 @@
 """Synthetic tasks: copying, denoise, parenthesis and adding (GORU paper section 4, NC-GRU paper
-section 4; DESIGN.md section 7).
+section 4; the reference code's generators).
 
 Batches are generated on the fly, vectorized on the task's device. The training stream follows
 the trial's seed; the validation set follows `data_seed`, so every trial of a sweep is scored on
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from trainables.models.base import RecurrentModel
-from trainables.registry import TaskSpec, register_task
+from trainables.registry import register_task
 from trainables.tasks.base import Batch, SequenceNetwork, Task
 
 N_COPIED = 10  # both tasks recall ten data symbols
@@ -119,6 +119,11 @@ def _random_symbols(
     return torch.randint(1, n_symbols + 1, (N_COPIED, batch_size), generator=gen, device=device)
 
 
+@register_task(
+    "copying",
+    SymbolSettings,
+    description="copying memory: recall 10 symbols after a delay T; CE, baseline 10 ln 8/(T+20)",
+)
 class Copying(SymbolRecallTask):
     """Ten symbols from 8, T − 1 blanks, a marker, ten blanks; recall the ten after the marker.
 
@@ -152,6 +157,11 @@ class DenoiseSettings(SymbolSettings):
     )
 
 
+@register_task(
+    "denoise",
+    DenoiseSettings,
+    description="denoise: output 10 symbols scattered in T noise steps after a marker; CE, baseline 10 ln 9/(T+20)",
+)
 class Denoise(SymbolRecallTask):
     """Ten data symbols (1–9) at random places among the first T + 9 steps of noise, a marker at
     step T + 9, ten blanks; output blanks for T + 10 steps, then the ten symbols in order.
@@ -202,6 +212,12 @@ class ParenthesisSettings(GeneratedSettings):
     )
 
 
+@register_task(
+    "parenthesis",
+    ParenthesisSettings,
+    description="parenthesis: count unmatched parentheses per type at every step; "
+    "variant goru (10 types, CE) or isan (3 types, MSE)",
+)
 class Parenthesis(GeneratedTask):
     """Count the unmatched parentheses of every type at every step, saturating at a cap.
 
@@ -278,6 +294,11 @@ class LastStepNetwork(SequenceNetwork):
         return self.head(hidden[-1])
 
 
+@register_task(
+    "adding",
+    AddingSettings,
+    description="adding problem: sum the two marked values; MSE, baseline 0.167",
+)
 class Adding(GeneratedTask):
     """Sum the two marked values of a sequence of [u_t ~ U(0, 1), marker_t].
 
@@ -317,38 +338,3 @@ class Adding(GeneratedTask):
             total += F.mse_loss(network(inputs).squeeze(-1), targets, reduction="sum").item()
             count += targets.numel()
         return {"loss": total / count}
-
-
-register_task(
-    TaskSpec(
-        "copying",
-        SymbolSettings,
-        Copying,
-        description="copying memory: recall 10 symbols after a delay T; CE, baseline 10 ln 8/(T+20)",
-    )
-)
-register_task(
-    TaskSpec(
-        "denoise",
-        DenoiseSettings,
-        Denoise,
-        description="denoise: output 10 symbols scattered in T noise steps after a marker; CE, baseline 10 ln 9/(T+20)",
-    )
-)
-register_task(
-    TaskSpec(
-        "parenthesis",
-        ParenthesisSettings,
-        Parenthesis,
-        description="parenthesis: count unmatched parentheses per type at every step; "
-        "variant goru (10 types, CE) or isan (3 types, MSE)",
-    )
-)
-register_task(
-    TaskSpec(
-        "adding",
-        AddingSettings,
-        Adding,
-        description="adding problem: sum the two marked values; MSE, baseline 0.167",
-    )
-)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from trainables.catalog import load_all
 from trainables.models.kernel_choice import resolve_kernel, triton_problem
-from trainables.registry import MODELS, load_all
+from trainables.registry import MODELS
 
 load_all()
 CPU = torch.device("cpu")

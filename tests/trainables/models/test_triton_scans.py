@@ -19,8 +19,9 @@ import torch
 
 pytest.importorskip("triton", reason="the fused kernels need Triton (a test dependency)")
 
+from trainables.catalog import load_all
 from trainables.models import gated, triton_scans
-from trainables.registry import MODELS, load_all
+from trainables.registry import MODELS
 
 load_all()
 DEVICE = torch.device(os.environ.get("SWEEPER_TEST_DEVICE", "cpu"))

@@ -1,20 +1,34 @@
 """Every registered model, through the one interface; new models are covered without new code."""
 
 import math
+from dataclasses import dataclass
 
 import pytest
 import torch
 from torch import nn
 
+from trainables.catalog import load_all
 from trainables.models.base import RecurrentModel
 from trainables.models.modrelu import modrelu
-from trainables.models.sizing import hidden_size_for_budget, total_parameters
 from trainables.optimizers import make_optimizer
-from trainables.registry import MODELS, load_all
+from trainables.registry import MODELS
+from trainables.sizing import hidden_size_for_budget, model_parameters, network_parameters
+from trainables.tasks.base import SequenceNetwork
 
 load_all()
 NAMES = MODELS.names()
 ORTHOGONAL = [spec.name for spec in MODELS if spec.orthogonal]
+
+
+@dataclass(frozen=True)
+class Readout:
+    """A task's shape without its data: the recurrent model and a linear read-out."""
+
+    input_size: int
+    output_size: int
+
+    def create_network(self, make_rnn) -> nn.Module:
+        return SequenceNetwork(make_rnn(self.input_size), self.output_size)
 
 
 def build(name: str, input_size: int = 3, hidden_size: int = 8, **hparams) -> RecurrentModel:
@@ -97,24 +111,27 @@ HAND_COUNTS = {  # input 10, hidden 8, no head
 
 @pytest.mark.parametrize(("name", "hparams"), list(HAND_COUNTS))
 def test_parameter_counts_match_hand_counts(name: str, hparams: tuple) -> None:
-    assert MODELS.get(name).parameter_count(10, 8, **dict(hparams)) == HAND_COUNTS[name, hparams]
-    assert total_parameters(name, 10, 9, 8, **dict(hparams)) == HAND_COUNTS[name, hparams] + 8 * 9 + 9
+    assert model_parameters(name, 10, 8, **dict(hparams)) == HAND_COUNTS[name, hparams]
+    assert (
+        network_parameters(Readout(10, 9), name, 8, dict(hparams)) == HAND_COUNTS[name, hparams] + 8 * 9 + 9
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("budget", [20_000, 40_000, 250_000])
 def test_parameter_matching_within_two_percent(name: str, budget: int) -> None:
-    n = hidden_size_for_budget(name, 11, 10, budget)
-    assert abs(total_parameters(name, 11, 10, n) - budget) <= 0.02 * budget
+    n, _ = hidden_size_for_budget(Readout(11, 10), name, budget, {})
+    assert abs(network_parameters(Readout(11, 10), name, n, {}) - budget) <= 0.02 * budget
 
 
 def test_parameter_matching_respects_hyperparameters() -> None:
-    n = hidden_size_for_budget("ncgru", 11, 10, 40_000, orthogonal="c", rho=60)
+    values = {"orthogonal": "c", "rho": 60}
+    n, _ = hidden_size_for_budget(Readout(11, 10), "ncgru", 40_000, values)
     assert n >= 60
-    assert abs(total_parameters("ncgru", 11, 10, n, orthogonal="c", rho=60) - 40_000) <= 800
-    assert hidden_size_for_budget("eurnn", 11, 10, 40_000, layout="fft") in (1024, 2048)
+    assert abs(network_parameters(Readout(11, 10), "ncgru", n, values) - 40_000) <= 800
+    assert hidden_size_for_budget(Readout(11, 10), "eurnn", 40_000, {"layout": "fft"})[0] in (1024, 2048)
     with pytest.raises(ValueError, match="does not accept"):
-        hidden_size_for_budget("gru", 11, 10, 40_000, rho=3)
+        hidden_size_for_budget(Readout(11, 10), "gru", 40_000, {"rho": 3})
 
 
 def test_invalid_hyperparameters_fail_with_their_name() -> None:

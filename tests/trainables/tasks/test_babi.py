@@ -7,9 +7,10 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
+from trainables.catalog import load_all
 from trainables.data import DataError, MissingDataError
 from trainables.models.base import RecurrentModel
-from trainables.registry import TASKS, load_all
+from trainables.registry import TASKS
 from trainables.tasks.babi import parse_babi
 
 load_all()

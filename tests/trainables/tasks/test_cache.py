@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from trainables.cache import CACHE_DIR
-from trainables.registry import TASKS, load_all
+from trainables.catalog import load_all
+from trainables.registry import TASKS
 from trainables.tasks import babi, language, speech
 
 load_all()

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from trainables import data
+from trainables.catalog import load_all
 from trainables.data import DataError, fetch, md5sum
-from trainables.registry import MODELS, TASKS, load_all
+from trainables.registry import MODELS, TASKS
 
 load_all()
 

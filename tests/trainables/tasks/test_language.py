@@ -9,9 +9,10 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
+from trainables.catalog import load_all
 from trainables.data import DataError, MissingDataError, ptb_char_line
 from trainables.models.base import RecurrentModel
-from trainables.registry import TASKS, load_all
+from trainables.registry import TASKS
 from trainables.tasks.language import EOS, batchify, load_corpus
 
 load_all()

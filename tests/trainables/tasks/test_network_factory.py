@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainables.registry import MODELS, TASKS, load_all
+from trainables.catalog import load_all
+from trainables.registry import MODELS, TASKS
 from trainables.train import TrialConfig, build_optimizers, recurrent_models
 
 load_all()

@@ -8,8 +8,9 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
+from trainables.catalog import load_all
 from trainables.data import DataError, MissingDataError
-from trainables.registry import TASKS, load_all
+from trainables.registry import TASKS
 from trainables.tasks.speech import (
     BINS,
     frame_count,

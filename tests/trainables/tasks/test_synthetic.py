@@ -7,7 +7,8 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
-from trainables.registry import TASKS, load_all
+from trainables.catalog import load_all
+from trainables.registry import TASKS
 
 load_all()
 
