@@ -1,12 +1,14 @@
-"""The `sweeper` command line: launch, resume, status, summarize, list, models, tasks, train.
+"""The `sweeper` command line. Each command parses its options, calls one module, and prints.
 
-Bad input (a spec, a storage URL, an unknown sweep) exits with code 2 and a message naming what
-is wrong, before anything is written.
+Bad input (a spec, a storage URL, an unknown sweep, an option Click rejects) is a usage error:
+exit code 2 and one line per problem, `error: ...`, naming what to fix, before anything is
+written. A command that could not do its work for another reason exits 1 the same way. The
+commands that only read results (`status`, `list`, `summarize`, `export`, `report`, `--help`)
+import neither Ray nor torch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -16,12 +18,13 @@ import click
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
-from rich.table import Table
 
 from sweeper.spec import SpecError, SweepSpec, load_spec, parse_duration
+from sweeper.status import SweepStatus
 from sweeper.store import DEFAULT_HOME, Store, StoreError, SweepRecord, default_storage_url, redact
 from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, ui_command
 
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
@@ -29,12 +32,42 @@ console = Console()
 
 
 class BadInput(click.ClickException):
-    """A usage error without Click's usage banner: the message already says what to fix."""
+    """A usage error: the message says what to fix."""
 
     exit_code = EXIT_BAD_INPUT
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
+
+
+class Failed(BadInput):
+    """The input was right, but the work could not be done (an unreachable tracking server)."""
+
+    exit_code = EXIT_FAILED
+
+
+class SweeperGroup(click.Group):
+    """Click's own usage errors (a missing argument, an unknown option) in sweeper's style too:
+    one line, exit 2, and where to read the command's options."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            returned = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "sweeper"
+            click.echo(f"error: {exc.format_message()} (see `{where} --help`)", err=True)
+            code = EXIT_BAD_INPUT
+        except click.ClickException as exc:
+            exc.show()
+            code = exc.exit_code
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            code = EXIT_FAILED
+        else:
+            code = returned if isinstance(returned, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)
 
 
 storage_option = click.option(
@@ -89,7 +122,24 @@ def _find_sweep(store: Store, name: str | None) -> SweepRecord:
         raise BadInput(str(exc)) from None
 
 
-@click.group()
+def _where(
+    storage_url: str,
+    tracking_uri: str,
+    address: str | None,
+    results: str | None,
+    verbose: bool,
+) -> Any:
+    from sweeper.launch import Where
+
+    return Where(storage_url, tracking_uri, address, results, verbose)
+
+
+def _refused(exc: Exception) -> BadInput:
+    """A setup that cannot run these trials (SQLite across nodes, GPUs that are not there)."""
+    return BadInput(str(exc))
+
+
+@click.group(cls=SweeperGroup, name="sweeper")
 @click.version_option(package_name="sweeper")
 def main() -> None:
     """Hyperparameter sweeps of gated and orthogonal RNNs on Ray, Optuna and MLflow."""
@@ -122,8 +172,10 @@ def launch(
     verbose: bool,
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
-    from sweeper.launch import create_sweep, plan_text, run_sweep, with_budget, without_gpus
+    from sweeper.launch import register, run_sweep, with_budget, without_gpus
     from sweeper.matching import resolve_matching
+    from sweeper.plan import matching_text, plan_text
+    from sweeper.runtime import MissingGPUs
 
     seconds = None
     if time_budget is not None:
@@ -137,11 +189,11 @@ def launch(
             specs = [without_gpus(spec) for spec in specs]
         except ValidationError as exc:
             raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    targets = []
+    places = []
     for index, spec in enumerate(specs):
         url = storage or spec.storage or default_storage_url()
         uri = tracking_uri or spec.tracking_uri or default_tracking_uri()
-        targets.append((url, uri))
+        places.append(_where(url, uri, address, results, verbose))
         try:
             specs[index], derived = resolve_matching(spec)
         except SpecError as exc:
@@ -150,61 +202,38 @@ def launch(
             derived = {"(all)": exc.errors[0]}
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
-            for model, (hidden, count) in ((m, d) for m, d in derived.items() if isinstance(d, tuple)):
-                click.echo(f"  matched {model}: hidden_size {hidden} ({count:,} parameters)")
-            for model, reason in ((m, d) for m, d in derived.items() if isinstance(d, str)):
-                click.echo(f"  matching {model}: derived at launch ({reason})")
+            if derived:
+                click.echo(matching_text(derived))
     if dry_run:
         return
     worst = 0
-    for spec, (url, uri) in zip(specs, targets, strict=True):
-        override = "add --no-gpus to train on the CPU"
-        if url.startswith("sqlite"):  # refused on a multi-node cluster before its file is made
-            _connect(address, url, verbose, specs, override)
-            store = _open_store(url)
-        else:  # an unreachable server is reported before any Ray starts
-            store = _open_store(url)
-            _connect(address, url, verbose, specs, override)
-        record = create_sweep(spec, store, uri, profile, address)
-        click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(url)}")
-        click.echo(f"  MLflow UI: {ui_command(uri)}")
-        outcome = run_sweep(store, record, address=address, verbose=verbose, results=results)
-        worst = max(worst, _report_outcome(store, outcome))
+    for spec, where in zip(specs, places, strict=True):
+        try:
+            store, record = register(spec, where, profile, specs)
+        except (StoreError, MissingGPUs) as exc:
+            raise _refused(exc) from None
+        click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
+        click.echo(f"  MLflow UI: {ui_command(where.tracking_uri)}")
+        worst = max(worst, _print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
 
 
-STORED_GPUS = "the stored spec cannot change; run it where Ray has GPUs"
+def _print_end(store: Store, end: Any) -> int:
+    """How a sweep's run ended, its status table, and the exit code that goes with it."""
+    from sweeper.report import study_summaries
+    from sweeper.store import DATABASE_ERRORS
+    from sweeper.tables import status_table
 
-
-def _connect(
-    address: str | None, storage_url: str, verbose: bool, specs: list[SweepSpec], override: str = STORED_GPUS
-) -> None:
-    """Start or join Ray; refuse a multi-node SQLite sweep, and GPU trials on a local Ray without GPUs."""
-    from sweeper.launch import MissingGPUs, connect_ray, refuse_missing_gpus
-    from sweeper.workers import local_cpus
-
+    click.echo(f"sweep {end.sweep}: {end.status}" + (f" ({end.message})" if end.message else ""))
     try:
-        connect_ray(address, storage_url, verbose, local_cpus(specs))
-        if address is None:
-            refuse_missing_gpus(specs, override)
-    except (StoreError, MissingGPUs) as exc:
-        raise BadInput(str(exc)) from None
-
-
-def _report_outcome(store: Store, outcome: Any) -> int:
-    from sweeper.search import DATABASE_ERRORS
-
-    click.echo(
-        f"sweep {outcome.sweep}: {outcome.status}" + (f" ({outcome.message})" if outcome.message else "")
-    )
-    try:
-        _print_status(store, store.get_sweep(outcome.sweep))
+        record = store.get_sweep(end.sweep)
+        console.print(status_table(record, study_summaries(store, record)))
     except DATABASE_ERRORS:
         click.echo(f"  (no status: the study database {redact(store.url)} is unreachable)")
-    if outcome.status == "interrupted":
-        click.echo(f"  continue with: sweeper resume {outcome.sweep}")
+    if end.status == SweepStatus.INTERRUPTED:
+        click.echo(f"  continue with: sweeper resume {end.sweep}")
         return EXIT_INTERRUPTED
-    return 1 if outcome.status == "failed" else 0
+    return EXIT_FAILED if end.status == SweepStatus.FAILED else 0
 
 
 @main.command()
@@ -215,64 +244,21 @@ def _report_outcome(store: Store, outcome: Any) -> int:
 @verbose_option
 def resume(sweep: str, address: str | None, storage: str | None, results: str | None, verbose: bool) -> None:
     """Continue SWEEP toward its budgets; finished trials are kept, unfinished ones rerun."""
-    from sweeper.launch import reconcile, run_sweep
+    from sweeper.launch import resume as resume_sweep
+    from sweeper.runtime import MissingGPUs
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
-    _connect(address, store.url, verbose, [load_record_spec(record)])
-    fixed = reconcile(store, record)
+    where = _where(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    try:
+        fixed, end = resume_sweep(store, record, where)
+    except (StoreError, MissingGPUs) as exc:
+        raise _refused(exc) from None
     if fixed:
         click.echo(
             f"sweep {record.name}: {fixed} trial(s) left running by a stopped driver marked interrupted"
         )
-    outcome = run_sweep(store, record, address=address, verbose=verbose, results=results)
-    sys.exit(_report_outcome(store, outcome))
-
-
-def _print_status(store: Store, record: SweepRecord) -> None:
-    from sweeper.report import format_params, study_summaries
-
-    spec = load_record_spec(record)
-    budget = spec.budget
-    time_part = f", {record.elapsed_s:.0f}s elapsed" + (f" of {budget.time:.0f}s" if budget.time else "")
-    objective = spec.resolved_objective()
-    table = Table(
-        title=f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} {objective.metric}",
-        title_justify="left",
-    )
-    for column in (
-        "model",
-        "complete",
-        "pruned",
-        "failed",
-        "running",
-        "budget",
-        "steps",
-        "train time",
-        "best",
-        "best parameters",
-    ):
-        table.add_column(column)
-    for s in study_summaries(store, record):
-        table.add_row(
-            s.model,
-            str(s.counts["COMPLETE"]),
-            str(s.counts["PRUNED"]),
-            str(s.counts["FAIL"]) + (f" (+{s.interrupted} interrupted)" if s.interrupted else ""),
-            str(s.counts["RUNNING"]),
-            str(budget.trials),
-            f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
-            f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
-            "" if s.best_value is None else f"{s.best_value:.5g}",
-            format_params(s.best_params),
-        )
-    console.print(table)
-
-
-def load_record_spec(record: SweepRecord) -> SweepSpec:
-    from sweeper.spec import parse_spec
-
-    return parse_spec(record.spec_yaml, f"sweep {record.name}")
+    sys.exit(_print_end(store, end))
 
 
 @main.command()
@@ -280,8 +266,12 @@ def load_record_spec(record: SweepRecord) -> SweepSpec:
 @storage_option
 def status(sweep: str | None, storage: str | None) -> None:
     """Per study of SWEEP (default: the latest), trials by state and the best value with its parameters."""
+    from sweeper.report import study_summaries
+    from sweeper.tables import status_table
+
     store = _open_store(storage)
-    _print_status(store, _find_sweep(store, sweep))
+    record = _find_sweep(store, sweep)
+    console.print(status_table(record, study_summaries(store, record)))
 
 
 @main.command()
@@ -291,50 +281,23 @@ def status(sweep: str | None, storage: str | None) -> None:
 @click.option("--importance", is_flag=True, help="Also print each study's parameter importances.")
 def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> None:
     """Each model's best objective, hyperparameters and parameter count, best first, per task."""
-    from sweeper.report import (
-        format_params,
-        importances,
-        render_json,
-        render_markdown,
-        sorted_best_first,
-        study_summaries,
-    )
+    from sweeper.report import importances, render_json, render_markdown, sorted_best_first, study_summaries
+    from sweeper.tables import importance_table, summary_tables
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
-    objective = load_record_spec(record).resolved_objective()
-    summaries = sorted_best_first(study_summaries(store, record, with_parameters=True), objective.mode)
+    objective = record.spec.resolved_objective()
+    summaries = sorted_best_first(study_summaries(store, record), objective.mode)
     weights = importances(store, record) if importance else None
     if fmt == "json":
         click.echo(render_json(record, objective.metric, objective.mode, summaries, weights))
-        return
-    if fmt == "markdown":
+    elif fmt == "markdown":
         click.echo(render_markdown(record, objective.metric, summaries, weights))
-        return
-    for task in dict.fromkeys(s.task for s in summaries):
-        table = Table(
-            title=f"{record.name}: {task} ({objective.mode} {objective.metric})", title_justify="left"
-        )
-        for column in ("model", "best", "parameters", "trials", "hyperparameters"):
-            table.add_column(column)
-        for s in summaries:
-            if s.task == task:
-                table.add_row(
-                    s.model,
-                    "" if s.best_value is None else f"{s.best_value:.5g}",
-                    "" if s.parameters is None else f"{s.parameters:,}",
-                    str(s.counts["COMPLETE"] + s.counts["PRUNED"]),
-                    format_params(s.best_params),
-                )
-        console.print(table)
-    if weights is not None:
-        table = Table(title="parameter importances", title_justify="left")
-        table.add_column("model")
-        table.add_column("importances")
-        for model, value in weights.items():
-            shown = value if isinstance(value, str) else ", ".join(f"{k} {v:.2f}" for k, v in value.items())
-            table.add_row(model, shown)
-        console.print(table)
+    else:
+        for table in summary_tables(record, summaries):
+            console.print(table)
+        if weights is not None:
+            console.print(importance_table(weights))
 
 
 @main.command()
@@ -363,69 +326,14 @@ def export(sweep: str, storage: str | None, out: Path, fmt: str) -> None:
 @click.option("--dashboard-port", type=click.IntRange(1, 65535), default=8080, show_default=True)
 def ui(sweep: str | None, storage: str | None, host: str, port: int, dashboard_port: int) -> None:
     """Serve the MLflow UI on SWEEP's tracking store (and optuna-dashboard on its studies, if installed)."""
-    import shutil
+    from sweeper.servers import serve_until_stopped, ui_servers
 
     store = _open_store(storage)
-    record = _find_sweep(store, sweep)
-    uri = resolve_tracking_uri(record.tracking_uri or default_tracking_uri())
-    commands = []
-    suffix = f"/#/experiments/{record.mlflow_experiment_id}" if record.mlflow_experiment_id else ""
-    if uri.startswith(("http://", "https://")):
-        click.echo(f"MLflow UI: {uri.rstrip('/')}{suffix}")
-    else:
-        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
-        commands.append([*command, "--host", host, "--port", str(port)])
-        click.echo(f"MLflow UI: http://{host}:{port}{suffix}")
-    dashboard = shutil.which("optuna-dashboard")
-    if dashboard:
-        commands.append([dashboard, store.url, "--host", host, "--port", str(dashboard_port)])
-        click.echo(f"Optuna dashboard: http://{host}:{dashboard_port}")
-    else:
-        click.echo("Optuna dashboard: not installed (pip install optuna-dashboard)")
+    lines, commands = ui_servers(store, _find_sweep(store, sweep), host, port, dashboard_port)
+    for line in lines:
+        click.echo(line)
     if commands:
-        _serve_until_stopped(commands)
-
-
-def _serve_until_stopped(commands: list[list[str]]) -> None:
-    """Run the servers until Ctrl-C or SIGTERM, then stop them with all their workers.
-
-    `mlflow server` forks uvicorn workers: each server gets a process group of its own, and the
-    whole group is stopped, so no server outlives the command that started it.
-    """
-    import os
-    import signal
-    import subprocess
-
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    processes: list[subprocess.Popen[bytes]] = []
-    try:
-        for command in commands:  # one by one: a server that fails to start still stops the others
-            processes.append(subprocess.Popen(command, start_new_session=True))
-        for process in processes:
-            process.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        for process in processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def format_mean_std(mean: float | None, std: float | None) -> str:
-    if mean is None:
-        return ""
-    return f"{mean:.5g}" + ("" if std is None else f" ± {std:.2g}")
+        serve_until_stopped(commands)
 
 
 @main.command()
@@ -450,52 +358,32 @@ def confirm(
     verbose: bool,
 ) -> None:
     """Retrain each study's best configuration with fresh seeds, unpruned, and report mean ± std."""
-    from sweeper.confirm import confirmed, run_confirmation, select_studies, test_metric
+    from sweeper.confirm import run_confirmation, select_studies
+    from sweeper.confirmations import confirmed
+    from sweeper.runtime import MissingGPUs
+    from sweeper.tables import confirmation_table
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
     if not select_studies(record, task, model):
         known = ", ".join(f"{s.task}/{s.model}" for s in record.studies)
         raise BadInput(f"no study of {record.name} matches --task/--model (studies: {known})")
-    _connect(address, store.url, verbose, [load_record_spec(record)])
-    outcome, notes = run_confirmation(
-        store, record, seeds=seeds, task=task, model=model, address=address, verbose=verbose, results=results
-    )
+    where = _where(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    try:
+        end, notes = run_confirmation(store, record, where, seeds=seeds, task=task, model=model)
+    except (StoreError, MissingGPUs) as exc:
+        raise _refused(exc) from None
     for note in notes:
         click.echo(note)
-    spec = load_record_spec(record)
-    metric = spec.resolved_objective().metric
-    table = Table(title=f"{record.name}: confirmation over fresh seeds", title_justify="left")
-    for column in (
-        "task",
-        "model",
-        "runs",
-        f"best {metric}",
-        test_metric(metric),
-        "failed",
-        "trial",
-        "parameters",
-    ):
-        table.add_column(column)
-    from sweeper.report import format_params
-
-    for result in confirmed(store, record, spec):
-        table.add_row(
-            result.task,
-            result.model,
-            str(len(result.objectives)),
-            format_mean_std(*result.objective),
-            format_mean_std(*result.test),
-            str(result.failed),
-            str(result.source_trial),
-            format_params(result.params),
-        )
-    console.print(table)
-    click.echo(
-        f"confirmation of {record.name}: {outcome.status}"
-        + (f" ({outcome.message})" if outcome.message else "")
+    console.print(confirmation_table(record, confirmed(store, record)))
+    click.echo(f"confirmation of {record.name}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    sys.exit(
+        EXIT_INTERRUPTED
+        if end.status == SweepStatus.INTERRUPTED
+        else EXIT_FAILED
+        if end.status == SweepStatus.FAILED
+        else 0
     )
-    sys.exit(EXIT_INTERRUPTED if outcome.status == "interrupted" else 1 if outcome.status == "failed" else 0)
 
 
 @main.command()
@@ -514,23 +402,18 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
     Writes the table (markdown, JSON, CSV) and the figures to --out and to the sweep's MLflow
     experiment, in a run named `report`.
     """
-    from sweeper.compare import COLUMNS, compare, row_cells, to_csv, to_json, to_markdown
-    from sweeper.figures import write_figures
-    from sweeper.launch import open_tracker
+    from sweeper.compare import compare, to_csv, to_json, to_markdown
+    from sweeper.tables import comparison_table
+    from sweeper.tracking import open_tracker
 
     store = _open_store(storage)
     record = _find_sweep(store, sweep)
-    spec = load_record_spec(record)
+    spec = record.spec
     rows = compare(store, record)
     title = f"{record.name}: {spec.task.name} {spec.task.settings}"
     rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
     if fmt == "table":
-        table = Table(title=title, title_justify="left")
-        for column in COLUMNS:
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*row_cells(row))
-        console.print(table)
+        console.print(comparison_table(title, rows))
     else:
         click.echo(rendered[fmt])
     out = out or DEFAULT_HOME / "reports" / record.name
@@ -542,7 +425,9 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
         files.append(path)
     tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
     if not no_figures:
-        files += write_figures(store, record, spec, out, tracker.client if tracker else None)
+        from sweeper.figures import write_figures
+
+        files += write_figures(store, record, out, tracker.client if tracker else None)
     if tracker is not None and record.mlflow_experiment_id:
         tracker.log_report(record.mlflow_experiment_id, files)
     click.echo(f"report files in {out}", err=True)
@@ -563,7 +448,7 @@ def sync_mlflow_command(sweep: str, storage: str | None, tracking_uri: str | Non
     try:
         counts = sync_mlflow(store, record, Tracker(uri))
     except SyncError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Failed(str(exc)) from None
     click.echo(
         f"{record.name} -> {redact(uri)}: {counts.experiments} experiment, {counts.parents} parent runs, "
         f"{counts.created} trial runs created, {counts.completed} trial runs completed, {counts.points} points added"
@@ -596,66 +481,44 @@ def fetch(task: str, data_dir: Path) -> None:
 @storage_option
 def list_sweeps(storage: str | None) -> None:
     """Every sweep in the study database."""
+    from sweeper.tables import sweeps_table
+
     store = _open_store(storage)
-    table = Table(title=f"sweeps in {redact(store.url)}", title_justify="left")
-    for column in ("name", "status", "task", "studies", "created", "elapsed", "experiment"):
-        table.add_column(column)
-    for record in store.list_sweeps():
-        task = record.studies[0].task if record.studies else ""
-        table.add_row(
-            record.name,
-            record.status,
-            task,
-            str(len(record.studies)),
-            f"{record.created_at:%Y-%m-%d %H:%M}",
-            f"{record.elapsed_s:.0f}s",
-            record.mlflow_experiment_id or "",
-        )
-    console.print(table)
+    console.print(sweeps_table(store.url, store.list_sweeps()))
 
 
 @main.command()
 @click.option("--hidden-size", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--input-size", type=click.IntRange(min=1), default=10, show_default=True)
 def models(hidden_size: int, input_size: int) -> None:
-    """Registered models, their hyperparameters, and parameter counts at a hidden size."""
-    from trainables.registry import MODELS, load_all
+    """Registered models, where each is defined, its hyperparameters and its size at a hidden size;
+    then the training settings every model shares."""
+    from sweeper.tables import hyperparameter_table, model_table
+    from trainables.catalog import load_all
+    from trainables.hyperparams import TRAINING_HYPERPARAMS
+    from trainables.registry import MODELS
+    from trainables.sizing import model_parameters
 
     load_all()
-    for spec in MODELS:
+    for entry in MODELS:
         try:
-            count = f"{spec.parameter_count(input_size, hidden_size):,}"
+            count = f"{model_parameters(entry.name, input_size, hidden_size):,}"
         except ValueError as exc:
             count = f"n/a ({exc})"
-        table = Table(
-            title=f"{spec.name}: {spec.description} — {count} parameters at input {input_size}, hidden {hidden_size}",
-            title_justify="left",
-        )
-        for column in ("hyperparameter", "type", "default", "allowed", "meaning"):
-            table.add_column(column)
-        for hp in spec.all_hyperparams.values():
-            table.add_row(hp.name, hp.kind, str(hp.default), hp.describe_range(), hp.help)
-        console.print(table)
+        console.print(model_table(entry, count, input_size, hidden_size))
+    console.print(hyperparameter_table("shared by every model (training)", TRAINING_HYPERPARAMS))
 
 
 @main.command()
 def tasks() -> None:
-    """Registered tasks and their settings."""
-    from trainables.registry import TASKS, load_all
+    """Registered tasks, where each is defined, and their settings."""
+    from sweeper.tables import task_table
+    from trainables.catalog import load_all
+    from trainables.registry import TASKS
 
     load_all()
-    for spec in TASKS:
-        task_cls = spec.task_class
-        table = Table(
-            title=f"{spec.name}: {spec.description} (objective: {task_cls.mode} {task_cls.objective})",
-            title_justify="left",
-        )
-        for column in ("setting", "type", "default", "meaning"):
-            table.add_column(column)
-        for name, fld in spec.settings.model_fields.items():
-            annotation = getattr(fld.annotation, "__name__", str(fld.annotation))
-            table.add_row(name, annotation, str(fld.default), fld.description or "")
-        console.print(table)
+    for entry in TASKS:
+        console.print(task_table(entry))
 
 
 def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:
@@ -676,29 +539,16 @@ def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
 def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device: str) -> None:
     """Run one training run in this process, without Ray, printing metrics as it goes."""
-    from trainables.registry import TASKS, load_all
-    from trainables.train import TrialConfig
+    from trainables.train import TrialConfig, config_from_settings
     from trainables.train import train as run_training
 
-    load_all()
-    values = _parse_assignments(assignments)
     try:
-        settings_fields = TASKS.get(task).settings.model_fields
-    except KeyError as exc:
-        raise BadInput(f"--task: {exc.args[0]}") from None
-    task_settings = {k: values.pop(k) for k in list(values) if k in settings_fields}
-    config = {
-        "task": task,
-        "model": model,
-        "task_settings": task_settings,
-        "seed": seed,
-        "device": device,
-        **values,
-    }
-    try:
+        config = config_from_settings(task, model, _parse_assignments(assignments), seed, device)
         TrialConfig.from_mapping(config).check_runnable()
-    except (ValueError, KeyError) as exc:
-        raise BadInput(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+    except KeyError as exc:  # an unknown task or model, named with the registered ones
+        raise BadInput(exc.args[0]) from None
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
     def report(step: int, metrics: dict[str, float | str]) -> None:
         shown = "  ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={v:.5g}" for k, v in metrics.items())

@@ -15,12 +15,11 @@ from typing import Any
 
 import optuna
 
-from sweeper.confirm import ConfirmedStudy, confirmed, test_metric
-from sweeper.search import FINAL_METRICS_ATTR
-from sweeper.spec import SweepSpec, parse_spec, trial_config
+from sweeper.confirmations import ConfirmedStudy, confirmed, test_metric
+from sweeper.spec import SweepSpec, trial_config
 from sweeper.store import Store, SweepRecord
+from sweeper.trial_record import CONFIG_ATTR, SEED_ATTR, best_trial, final_metrics, parameter_count
 from trainables.reference import Reference, references_for
-from trainables.train import parameter_count
 
 # The paper's metric → the suffix of ours (`valid_<suffix>` / `test_<suffix>`).
 METRIC_SUFFIX = {"min_loss": "loss", "accuracy": "accuracy", "bpc": "bpc", "perplexity": "ppl", "mse": "loss"}
@@ -59,30 +58,41 @@ class StudyResult:
     config: dict[str, Any] | None
     best_value: float | None
     best_number: int | None
-    final_metrics: dict[str, float]
+    final_metrics: dict[str, Any]
+    parameters: int | None
     confirmation: ConfirmedStudy | None
 
 
-def _study_results(store: Store, record: SweepRecord, spec: SweepSpec) -> dict[str, StudyResult]:
-    confirmations = {c.model: c for c in confirmed(store, record, spec) if c.objectives}
+def _study_results(store: Store, record: SweepRecord) -> dict[str, StudyResult]:
+    confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
     results = {}
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        try:
-            best = study.best_trial
-        except ValueError:
-            results[study_record.model] = StudyResult(study_record.model, None, None, None, {}, None)
+        best = best_trial(study)
+        if best is None:
+            results[study_record.model] = StudyResult(study_record.model, None, None, None, {}, None, None)
             continue
-        config = trial_config(spec, study_record.model, best.params, best.user_attrs.get("seed", 0))
         results[study_record.model] = StudyResult(
             study_record.model,
-            config,
+            _config_of(record.spec, study_record.model, best),
             best.value,
             best.number,
-            dict(best.user_attrs.get(FINAL_METRICS_ATTR, {})),
+            final_metrics(best),
+            parameter_count(best),
             confirmations.get(study_record.model),
         )
     return results
+
+
+def _config_of(spec: SweepSpec, model: str, trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    """The config a trial trained with, as it was stored; a trial stored before configs were
+    rebuilds it from the spec (which reads the model declarations)."""
+    stored = trial.user_attrs.get(CONFIG_ATTR)
+    return (
+        stored
+        if stored is not None
+        else trial_config(spec, model, trial.params, trial.user_attrs.get(SEED_ATTR, 0))
+    )
 
 
 def _ours(result: StudyResult, ref: Reference, objective: str) -> tuple[float | None, float | None, str]:
@@ -122,20 +132,14 @@ def _mismatches(ref: Reference, spec: SweepSpec, config: dict[str, Any] | None) 
 
 def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
     """One row per (published number, our model), plus a row for each of our models no table covers."""
-    spec = parse_spec(record.spec_yaml, f"sweep {record.name}")
+    spec = record.spec
     objective = spec.resolved_objective().metric
     filters = {"T": spec.task.settings["T"]} if "T" in spec.task.settings else {}
     references = [r for r in references_for(spec.task.name, **filters) if r.model in spec.models]
     if spec.task.name == "babi":  # the per-task rows belong to per-task sweeps; ours is the mean
         references = [r for r in references if r.settings.get("babi_task") == "mean"]
-    results = _study_results(store, record, spec)
+    results = _study_results(store, record)
     rows = []
-    counts: dict[str, int | None] = {}
-    for model, result in results.items():
-        try:
-            counts[model] = parameter_count(result.config) if result.config else None
-        except Exception:  # a file task whose data is absent here: the count is unknown, not fatal
-            counts[model] = None
     for ref in references:
         result = results[ref.model]
         ours, ours_std, source = (
@@ -157,7 +161,7 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
                 ours_std=ours_std,
                 source=source,
                 difference=None if ours is None else ours - ref.value,
-                parameters=counts[ref.model],
+                parameters=result.parameters,
                 mismatches=_mismatches(ref, spec, result.config),
             )
         )
@@ -181,7 +185,7 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
                 ours=ours,
                 ours_std=ours_std,
                 source=source,
-                parameters=counts[model],
+                parameters=result.parameters,
                 mismatches=["no published number for this task and setting"],
             )
         )

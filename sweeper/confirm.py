@@ -9,11 +9,10 @@ MLflow under the study's parent run.
 from __future__ import annotations
 
 import json
-import statistics
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -21,32 +20,24 @@ from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
 from sqlalchemy import select
 
-from sweeper.launch import (
-    INTERRUPTED,
-    Outcome,
-    open_tracker,
-    quiet_environment,
-    results_dir,
-    run_tune,
-    start_ray,
-)
+from sweeper.confirmations import confirmed, test_metric
+from sweeper.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.progress import progress_table
-from sweeper.search import RUN_ID_WAIT_S, Progress, ResultRecorder, TrialOutcome, run_params, trial_seed
-from sweeper.spec import SweepSpec, parse_spec, trial_config
-from sweeper.store import DEFAULT_HOME, ConfirmationRecord, Store, StudyRecord, SweepRecord, now
-from sweeper.tracking import Tracker
+from sweeper.runtime import RunEnd, drive, results_dir, start_ray
+from sweeper.search import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
+from sweeper.spec import SweepSpec, trial_config
+from sweeper.status import ConfirmationStatus, SweepStatus, TrialEnd
+from sweeper.store import DATABASE_ERRORS, ConfirmationRecord, Store, StudyRecord, SweepRecord, now
+from sweeper.tracking import Tracker, open_tracker
+from sweeper.trial_record import best_trial, run_params, trial_seed
 from sweeper.workers import local_cpus
 
+log = logging.getLogger(__name__)
 CONFIRM_SEED_OFFSET = 1_000_000  # confirmation seeds never collide with a sweep trial's seed
 
 
 def confirm_seed(spec_seed: int, k: int) -> int:
     return trial_seed(spec_seed, CONFIRM_SEED_OFFSET + k)
-
-
-def test_metric(metric: str) -> str:
-    """The test-split counterpart of a validation metric (`valid_loss` → `test_loss`)."""
-    return "test_" + metric.removeprefix("valid_")
 
 
 @dataclass(frozen=True)
@@ -75,9 +66,8 @@ def plan_confirmations(
     jobs, notes = [], []
     for study_record in studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        try:
-            best = study.best_trial
-        except ValueError:
+        best = best_trial(study)
+        if best is None:
             notes.append(f"{study_record.model}: no complete trial to confirm")
             continue
         with store.session() as session:
@@ -99,14 +89,19 @@ def plan_confirmations(
                     )
                     session.add(row)
                     session.flush()
-                if row.status in ("pending", "running"):
-                    row.status = "pending"
+                if row.status in (ConfirmationStatus.PENDING, ConfirmationStatus.RUNNING):
+                    row.status = ConfirmationStatus.PENDING
                     jobs.append(Job(row.id, study_record, best.number, seed, dict(best.params)))
     return jobs, notes
 
 
 class ConfirmationSearcher(ResultRecorder):
-    """Hands out the pending confirmations one by one and records how each ended."""
+    """Hands out the pending confirmations one by one and records how each ended.
+
+    Its database writes are guarded as the sweep's searcher's are: short outages are retried,
+    longer ones stop the confirmation as interrupted, and a run whose end could not be written
+    stays running in the registry, so the next `sweeper confirm` runs it again.
+    """
 
     def __init__(
         self,
@@ -127,9 +122,11 @@ class ConfirmationSearcher(ResultRecorder):
             self._budget[job.study.model] = self._budget.get(job.study.model, 0) + 1
             self._counts.setdefault(job.study.model, {"complete": 0, "pruned": 0, "fail": 0})
 
+    @database_guarded(default=Searcher.FINISHED)
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         if self.stop_reason is not None or not self._pending:
             return Searcher.FINISHED
+        self._update(self._pending[0], status=ConfirmationStatus.RUNNING)
         job = self._pending.popleft()
         config = trial_config(self.spec, job.study.model, job.params, job.seed)
         run = None
@@ -145,7 +142,6 @@ class ConfirmationSearcher(ResultRecorder):
                 role="confirmation",
                 extra_tags={"seed": str(job.seed)},
             )
-        self._update(job, status="running")
         self._live[trial_id] = (job, self.new_progress(config, run))
         return config
 
@@ -156,45 +152,53 @@ class ConfirmationSearcher(ResultRecorder):
         if trial_id in self._live:
             self.observe(self._live[trial_id][1], result)
 
+    @database_guarded(default=None)
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
         if trial_id not in self._live:
             return
-        job, progress = self._live.pop(trial_id)
+        job, progress = self._live[trial_id]
         if result:
             self.observe(progress, result)
         outcome, reason = self.outcome(progress, error)
-        if outcome == "PRUNED":  # nothing prunes confirmations; a stop without a reason is a stop
-            outcome, reason = "INTERRUPTED", "stopped before its last step"
+        if outcome == TrialEnd.PRUNED:  # nothing prunes confirmations; a stop without a reason is a stop
+            outcome, reason = TrialEnd.INTERRUPTED, "stopped before its last step"
         self._finish(job, progress, outcome, reason)
+        del self._live[trial_id]
 
     def abandon_running(self, reason: str) -> None:
-        for trial_id in list(self._live):
-            job, progress = self._live.pop(trial_id)
-            self._finish(job, progress, "INTERRUPTED", reason)
+        """Put the running confirmations back to pending; where the database is gone they stay
+        running in the registry, and the next `sweeper confirm` runs them again all the same."""
+        for trial_id, (job, progress) in list(self._live.items()):
+            try:
+                self._finish(job, progress, TrialEnd.INTERRUPTED, reason)
+            except DATABASE_ERRORS as exc:
+                log.error("confirmation %d left running for the next confirm: %s", job.confirmation_id, exc)
+            del self._live[trial_id]
 
-    def _finish(self, job: Job, progress: Progress, outcome: TrialOutcome, reason: str | None) -> None:
+    def _finish(self, job: Job, progress: Progress, outcome: TrialEnd, reason: str | None) -> None:
+        """Store the run's end first, then count it: a retried call never counts twice."""
         run = {"mlflow_run_id": progress.run.id(timeout=RUN_ID_WAIT_S)} if progress.run is not None else {}
-        if outcome == "INTERRUPTED":
-            self._update(job, status="pending", message=reason, **run)
-        elif outcome == "COMPLETE":
-            self._counts[job.study.model]["complete"] += 1
+        if outcome == TrialEnd.INTERRUPTED:
+            self._update(job, status=ConfirmationStatus.PENDING, message=reason, **run)
+        elif outcome == TrialEnd.COMPLETE:
             self._update(
                 job,
-                status="complete",
+                status=ConfirmationStatus.COMPLETE,
                 objective=progress.best,
                 metrics_json=json.dumps(progress.metrics, sort_keys=True),
                 ended_at=now(),
                 **run,
             )
+            self._counts[job.study.model]["complete"] += 1
         else:
+            self._update(job, status=ConfirmationStatus.FAILED, message=reason, ended_at=now(), **run)
             self._counts[job.study.model]["fail"] += 1
-            self._update(job, status="failed", message=reason, ended_at=now(), **run)
         if self.tracker is not None:
-            state = {"COMPLETE": "COMPLETE", "FAIL": "FAIL"}.get(outcome, "FAIL")
+            state = TrialEnd.COMPLETE if outcome == TrialEnd.COMPLETE else TrialEnd.FAIL
             self.tracker.finish_trial(
-                progress.run, state, progress.best if outcome == "COMPLETE" else None, reason
+                progress.run, state, progress.best if outcome == TrialEnd.COMPLETE else None, reason
             )
 
     def _update(self, job: Job, **values: Any) -> None:
@@ -219,86 +223,24 @@ class ConfirmationSearcher(ResultRecorder):
         ]
 
 
-@dataclass(frozen=True)
-class ConfirmedStudy:
-    task: str
-    model: str
-    source_trial: int
-    params: dict[str, Any]
-    seeds: list[int]
-    objectives: list[float]
-    tests: list[float]
-    failed: int
-
-    @property
-    def objective(self) -> tuple[float | None, float | None]:
-        return mean_std(self.objectives)
-
-    @property
-    def test(self) -> tuple[float | None, float | None]:
-        return mean_std(self.tests)
-
-
-def mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (n − 1); no spread is claimed from a single run."""
-    if not values:
-        return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
-
-
-def confirmed(store: Store, record: SweepRecord, spec: SweepSpec) -> list[ConfirmedStudy]:
-    """The confirmations of each study's latest confirmed configuration, from the registry."""
-    metric = test_metric(spec.resolved_objective().metric)
-    results = []
-    with store.session() as session:
-        for study_record in record.studies:
-            rows = session.scalars(
-                select(ConfirmationRecord)
-                .where(ConfirmationRecord.study_id == study_record.id)
-                .order_by(ConfirmationRecord.id)
-            ).all()
-            if not rows:
-                continue
-            source = rows[-1].source_trial
-            rows = [r for r in rows if r.source_trial == source]
-            done = [r for r in rows if r.status == "complete"]
-            tests = [json.loads(r.metrics_json).get(metric) for r in done]
-            results.append(
-                ConfirmedStudy(
-                    task=study_record.task,
-                    model=study_record.model,
-                    source_trial=source,
-                    params=json.loads(rows[-1].params_json),
-                    seeds=[r.seed for r in done],
-                    objectives=[r.objective for r in done],
-                    tests=[t for t in tests if t is not None],
-                    failed=sum(r.status == "failed" for r in rows),
-                )
-            )
-    return results
-
-
 def run_confirmation(
     store: Store,
     record: SweepRecord,
+    where: Where,
     *,
     seeds: int,
     task: str | None = None,
     model: str | None = None,
-    address: str | None = None,
-    verbose: bool = False,
-    home: Path = DEFAULT_HOME,
-    results: str | None = None,
-) -> tuple[Outcome, list[str]]:
+) -> tuple[RunEnd, list[str]]:
     """Run the pending confirmations of the selected studies; return how it ended and notes."""
-    spec = parse_spec(record.spec_yaml, f"sweep {record.name}")
+    spec = record.spec
     jobs, notes = plan_confirmations(store, record, spec, seeds, select_studies(record, task, model))
     if not jobs:
-        return Outcome(record.name, "finished", None), notes
+        return RunEnd(record.name, SweepStatus.FINISHED, None), notes
+    connect(where, [spec], STORED_SPEC_GPUS)
     tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
     searcher = ConfirmationSearcher(store, spec, jobs, tracker, record.mlflow_experiment_id)
-    quiet_environment(verbose)
-    start_ray(address, verbose, local_cpus([spec]))
+    start_ray(where.address, where.verbose, local_cpus([spec]))
     started = time.monotonic()
 
     def render() -> Any:
@@ -306,35 +248,26 @@ def run_confirmation(
             searcher.snapshot(), time.monotonic() - started, None, f"{record.name} confirmation"
         )
 
-    status, message = "finished", None
-    try:
-        run_tune(
-            searcher,
-            spec,
-            scheduler=FIFOScheduler(),
-            name=f"{record.name}-confirm",
-            runs_dir=results_dir(results, home),
-            verbose=verbose,
-            deadline=None,
-            render=render,
-        )
-    except Exception as exc:
-        status, message = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        searcher.abandon_running(searcher.stop_reason or message or "the confirmation stopped")
-        if searcher.stop_reason and searcher.stop_reason.startswith(INTERRUPTED):
-            status, message = INTERRUPTED, searcher.stop_reason
-        searcher.flush_tracking()
+    status, message = drive(
+        searcher,
+        spec,
+        scheduler=FIFOScheduler(),
+        name=f"{record.name}-confirm",
+        runs_dir=results_dir(where.results, where.home),
+        verbose=where.verbose,
+        deadline=None,
+        render=render,
+    )
     if tracker is not None:
-        _summarize_confirmations(tracker, store, record, spec)
-    return Outcome(record.name, status, message), notes
+        _summarize_confirmations(tracker, store, record)
+    return RunEnd(record.name, status, message), notes
 
 
-def _summarize_confirmations(tracker: Tracker, store: Store, record: SweepRecord, spec: SweepSpec) -> None:
+def _summarize_confirmations(tracker: Tracker, store: Store, record: SweepRecord) -> None:
     """Mean and spread on the parent runs, so the MLflow run table compares models directly."""
-    metric = spec.resolved_objective().metric
+    metric = record.spec.resolved_objective().metric
     parents = {s.model: s.mlflow_parent_run_id for s in record.studies}
-    for result in confirmed(store, record, spec):
+    for result in confirmed(store, record):
         parent = parents.get(result.model)
         if parent is None:
             continue

@@ -9,8 +9,8 @@ from typing import Any, Literal
 import optuna
 import pandas as pd
 
-from sweeper.search import FAIL_REASON_ATTR, INTERRUPTED_ATTR
 from sweeper.store import Store, SweepRecord
+from sweeper.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR, SEED_ATTR
 
 Format = Literal["csv", "parquet"]
 
@@ -31,7 +31,7 @@ def trial_frames(store: Store, record: SweepRecord) -> tuple[pd.DataFrame, pd.Da
                     "number": trial.number,
                     "state": trial.state.name,
                     "value": trial.value,
-                    "seed": trial.user_attrs.get("seed"),
+                    "seed": trial.user_attrs.get(SEED_ATTR),
                     "interrupted": bool(trial.user_attrs.get(INTERRUPTED_ATTR, False)),
                     "fail_reason": trial.user_attrs.get(FAIL_REASON_ATTR),
                     "datetime_start": trial.datetime_start,

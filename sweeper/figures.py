@@ -9,27 +9,23 @@ from typing import Any
 
 import numpy as np
 import optuna
-import torch
 from matplotlib.figure import Figure
 
-from sweeper.search import FINAL_METRICS_ATTR, MLFLOW_RUN_ATTR
-from sweeper.spec import SweepSpec
+from sweeper.status import ConfirmationStatus
 from sweeper.store import ConfirmationRecord, Store, SweepRecord
-from trainables.registry import TASKS
+from sweeper.trial_record import BASELINE_METRIC, MLFLOW_RUN_ATTR, best_trial, final_metrics
 
 log = logging.getLogger(__name__)
 DIAGNOSTICS = ("ortho_error", "neumann_condition")
 
 
-def task_baseline(spec: SweepSpec) -> float | None:
-    """The task's memoryless baseline (copying, denoise, adding), or None."""
-    try:
-        task = TASKS.get(spec.task.name).create(
-            spec.task.settings, batch_size=1, seed=0, device=torch.device("cpu")
-        )
-    except Exception:  # a file task without its data here has no baseline anyway
-        return None
-    return task.baseline
+def task_baseline(store: Store, record: SweepRecord) -> float | None:
+    """The task's memoryless baseline (copying, denoise, adding) as the trials reported it, or None."""
+    for study_record in record.studies:
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is not None and BASELINE_METRIC in final_metrics(best):
+            return float(final_metrics(best)[BASELINE_METRIC])
+    return None
 
 
 def _history(client: Any, run_id: str | None, metric: str) -> tuple[list[int], list[float]]:
@@ -43,9 +39,10 @@ def _history(client: Any, run_id: str | None, metric: str) -> tuple[list[int], l
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def learning_curves(store: Store, record: SweepRecord, spec: SweepSpec, client: Any = None) -> Figure:
+def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Figure:
     """The objective over iterations, one line per model: the mean over confirmation seeds with a
     min–max band where confirmed, else the best trial; the memoryless baseline where there is one."""
+    spec = record.spec
     metric = spec.resolved_objective().metric
     figure = Figure(figsize=(8, 5))
     ax = figure.subplots()
@@ -54,7 +51,7 @@ def learning_curves(store: Store, record: SweepRecord, spec: SweepSpec, client: 
             runs = [
                 r.mlflow_run_id
                 for r in session.query(ConfirmationRecord)
-                .filter_by(study_id=study_record.id, status="complete")
+                .filter_by(study_id=study_record.id, status=ConfirmationStatus.COMPLETE)
                 .order_by(ConfirmationRecord.id)
             ]
         curves = [_history(client, run_id, metric) for run_id in runs]
@@ -65,10 +62,8 @@ def learning_curves(store: Store, record: SweepRecord, spec: SweepSpec, client: 
             ax.plot(steps, values.mean(axis=0), label=f"{study_record.model} ({len(curves)} seeds)")
             ax.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.2)
             continue
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        try:
-            best = study.best_trial
-        except ValueError:
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is None:
             continue
         steps = sorted(best.intermediate_values)
         ax.plot(
@@ -76,7 +71,7 @@ def learning_curves(store: Store, record: SweepRecord, spec: SweepSpec, client: 
             [best.intermediate_values[s] for s in steps],
             label=f"{study_record.model} (trial #{best.number})",
         )
-    baseline = task_baseline(spec)
+    baseline = task_baseline(store, record)
     if baseline is not None:
         ax.axhline(baseline, color="grey", linestyle="--", label="memoryless baseline")
     ax.set_xlabel("iteration")
@@ -93,12 +88,8 @@ def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None
     axes = figure.subplots(len(DIAGNOSTICS), 1, sharex=True)
     drawn = False
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        try:
-            best = study.best_trial
-        except ValueError:
-            continue
-        if not set(DIAGNOSTICS) & set(best.user_attrs.get(FINAL_METRICS_ATTR, {})):
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is None or not set(DIAGNOSTICS) & set(final_metrics(best)):
             continue
         for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
             steps, values = _history(client, best.user_attrs.get(MLFLOW_RUN_ATTR), metric)
@@ -135,12 +126,12 @@ def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
     return figures
 
 
-def write_figures(store: Store, record: SweepRecord, spec: SweepSpec, out: Path, client: Any) -> list[Path]:
+def write_figures(store: Store, record: SweepRecord, out: Path, client: Any) -> list[Path]:
     """Every figure of the sweep as PNG under `out`; returns the files written."""
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {"learning-curves": learning_curves(store, record, spec, client)}
+    figures: dict[str, Any] = {"learning-curves": learning_curves(store, record, client)}
     extra = diagnostics(store, record, client)
     if extra is not None:
         figures["diagnostics"] = extra

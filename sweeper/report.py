@@ -10,10 +10,15 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from sweeper.search import FAIL_REASON_ATTR, INTERRUPTED_ATTR
-from sweeper.spec import SweepSpec, parse_spec, trial_config
 from sweeper.store import Store, SweepRecord
-from trainables.train import parameter_count
+from sweeper.trial_record import (
+    FAIL_REASON_ATTR,
+    INTERRUPTED_ATTR,
+    best_trial,
+    counts_toward_budget,
+    parameter_count,
+    steps_trained,
+)
 
 
 @dataclass
@@ -32,15 +37,15 @@ class StudySummary:
     seconds: float = 0.0  # and their training time
 
 
-def study_summaries(store: Store, record: SweepRecord, with_parameters: bool = False) -> list[StudySummary]:
-    spec = parse_spec(record.spec_yaml, f"sweep {record.name}")
+def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
+    """Per study: trials by state, the best trial with its parameters and network size, the last
+    failure, and the training the budget counted."""
     summaries = []
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         trials = study.get_trials(deepcopy=False)
         counts = Counter(t.state.name for t in trials if INTERRUPTED_ATTR not in t.user_attrs)
-        counted = [t for t in trials if t.state.is_finished() and INTERRUPTED_ATTR not in t.user_attrs]
-        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        counted = [t for t in trials if counts_toward_budget(t)]
         failures = [t.user_attrs[FAIL_REASON_ATTR] for t in trials if FAIL_REASON_ATTR in t.user_attrs]
         summary = StudySummary(
             study=study_record.study_name,
@@ -50,25 +55,17 @@ def study_summaries(store: Store, record: SweepRecord, with_parameters: bool = F
             interrupted=sum(INTERRUPTED_ATTR in t.user_attrs for t in trials),
             best_value=None,
             last_failure=failures[-1] if failures else None,
-            steps=sum(max(t.intermediate_values, default=0) for t in counted),
+            steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
         )
-        if complete:
-            best = study.best_trial
+        best = best_trial(study)
+        if best is not None:
             summary.best_value = best.value
             summary.best_params = dict(best.params)
             summary.best_trial = best.number
-            if with_parameters:
-                summary.parameters = _parameters(spec, study_record.model, best)
+            summary.parameters = parameter_count(best)
         summaries.append(summary)
     return summaries
-
-
-def _parameters(spec: SweepSpec, model: str, trial: optuna.trial.FrozenTrial) -> int | None:
-    try:
-        return parameter_count(trial_config(spec, model, trial.params, trial.user_attrs.get("seed", 0)))
-    except Exception:  # a file task whose data is not on this machine: the count is unknown, not fatal
-        return None
 
 
 def importances(store: Store, record: SweepRecord) -> dict[str, dict[str, float] | str]:

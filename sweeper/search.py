@@ -19,30 +19,35 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 from ray.tune.result import AUTO_RESULT_KEYS
 from ray.tune.search import Searcher
-from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.space import suggest_params
 from sweeper.spec import SweepSpec, trial_config
+from sweeper.status import TrialEnd
+from sweeper.store import DATABASE_ERRORS
 from sweeper.tracking import RunRef, Tracker, TrialWriter
-from trainables.train import TRAINING
+from sweeper.trial_record import (
+    CONFIG_ATTR,
+    FAIL_REASON_ATTR,
+    FINAL_METRICS_ATTR,
+    FINISHED_STATES,
+    INTERRUPTED_ATTR,
+    MLFLOW_RUN_ATTR,
+    SEED_ATTR,
+    counts_toward_budget,
+    run_params,
+    steps_trained,
+    trial_seed,
+)
+from trainables.hyperparams import TRAINING
 
-INTERRUPTED_ATTR = "sweeper_interrupted"
-FAIL_REASON_ATTR = "fail_reason"
-FINAL_METRICS_ATTR = "final_metrics"  # the last reported metrics, test split included when complete
-MLFLOW_RUN_ATTR = "mlflow_run_id"
 RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
-FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
-TrialOutcome = Literal["COMPLETE", "PRUNED", "FAIL", "INTERRUPTED"]
-
-
-DATABASE_ERRORS = (SQLAlchemyError, optuna.exceptions.StorageInternalError)
 log = logging.getLogger(__name__)
 
 
@@ -85,22 +90,6 @@ def driver_only_state(obj: Any) -> dict[str, Any]:
     so a restored copy only needs to exist, not to work.
     """
     return {k: v for k, v in vars(obj).items() if isinstance(v, (str, int, float, bool, type(None)))}
-
-
-def run_params(config: dict[str, Any]) -> dict[str, Any]:
-    """A trial's whole configuration as flat MLflow params (task settings as `task.<name>`)."""
-    flat = {k: v for k, v in config.items() if k not in ("task", "model", "task_settings")}
-    flat.update({f"task.{k}": v for k, v in config["task_settings"].items()})
-    return flat
-
-
-def counts_toward_budget(trial: optuna.trial.FrozenTrial) -> bool:
-    return trial.state in FINISHED_STATES and INTERRUPTED_ATTR not in trial.user_attrs
-
-
-def trial_seed(spec_seed: int, number: int) -> int:
-    """Distinct per trial number, and equal across models for the same number (paired runs)."""
-    return (spec_seed * 1_000_003 + number) % 2**31
 
 
 @dataclass
@@ -177,18 +166,18 @@ class ResultRecorder(Searcher):
         progress.best = self.better(progress.best, value)
         return step, value
 
-    def outcome(self, progress: Progress, error: bool) -> tuple[TrialOutcome, str | None]:
+    def outcome(self, progress: Progress, error: bool) -> tuple[TrialEnd, str | None]:
         if progress.fail_reason is not None:
-            return "FAIL", progress.fail_reason
+            return TrialEnd.FAIL, progress.fail_reason
         if error:
-            return "FAIL", "the trial's worker process crashed (see the Ray logs)"
+            return TrialEnd.FAIL, "the trial's worker process crashed (see the Ray logs)"
         if progress.last_step >= progress.iterations:
             if progress.best is None:
-                return "FAIL", f"no finite {self.metric} was reported"
-            return "COMPLETE", None
+                return TrialEnd.FAIL, f"no finite {self.metric} was reported"
+            return TrialEnd.COMPLETE, None
         if self.stop_reason is not None:
-            return "INTERRUPTED", self.stop_reason
-        return "PRUNED", None
+            return TrialEnd.INTERRUPTED, self.stop_reason
+        return TrialEnd.PRUNED, None
 
     def __getstate__(self) -> dict[str, Any]:
         return driver_only_state(self)
@@ -258,7 +247,7 @@ class MultiStudySearcher(ResultRecorder):
             for frozen in plan.study.get_trials(deepcopy=False, states=FINISHED_STATES):
                 if counts_toward_budget(frozen):
                     plan.counts[frozen.state.name] += 1
-                    plan.steps += max(frozen.intermediate_values, default=0)
+                    plan.steps += steps_trained(frozen)
                     plan.seconds += frozen.duration.total_seconds() if frozen.duration else 0.0
                     if frozen.state == TrialState.COMPLETE:
                         plan.best = self.better(plan.best, frozen.value)
@@ -278,10 +267,11 @@ class MultiStudySearcher(ResultRecorder):
         if plan is None:
             return Searcher.FINISHED
         trial = plan.study.ask()
-        params = suggest_params(trial, self.spec.space(plan.model))
+        params = suggest_params(trial, self.spec, plan.model)
         seed = trial_seed(self.spec.seed, trial.number)
-        trial.set_user_attr("seed", seed)
+        trial.set_user_attr(SEED_ATTR, seed)
         config = trial_config(self.spec, plan.model, params, seed)
+        trial.set_user_attr(CONFIG_ATTR, config)
         run = None
         if self.tracker is not None and self.experiment_id is not None and plan.parent_run_id is not None:
             run = self.tracker.start_trial(
@@ -346,20 +336,20 @@ class MultiStudySearcher(ResultRecorder):
         """
         for trial_id, live in list(self._live.items()):
             try:
-                self._tell(live, "INTERRUPTED", reason)
+                self._tell(live, TrialEnd.INTERRUPTED, reason)
             except DATABASE_ERRORS as exc:
                 log.error(
                     "trial %d of %s left RUNNING for resume: %s", live.trial.number, live.plan.name, exc
                 )
             del self._live[trial_id]
 
-    def _tell(self, live: LiveTrial, outcome: TrialOutcome, reason: str | None) -> None:
+    def _tell(self, live: LiveTrial, outcome: TrialEnd, reason: str | None) -> None:
         """Store the trial's end first, then count it: a retried call never counts twice."""
         plan = live.plan
-        state = TrialState.FAIL if outcome == "INTERRUPTED" else TrialState[outcome]
+        state = TrialState.FAIL if outcome == TrialEnd.INTERRUPTED else TrialState[outcome]
         if reason is not None:
             live.trial.set_user_attr(FAIL_REASON_ATTR, reason[:2000])
-        if outcome == "INTERRUPTED":
+        if outcome == TrialEnd.INTERRUPTED:
             live.trial.set_user_attr(INTERRUPTED_ATTR, True)
         value = live.progress.best if state == TrialState.COMPLETE else None
         if live.progress.metrics:
@@ -369,7 +359,7 @@ class MultiStudySearcher(ResultRecorder):
             live.trial.set_user_attr(MLFLOW_RUN_ATTR, run_id)
         plan.study.tell(live.trial, value, state=state, skip_if_finished=True)
         plan.running -= 1
-        if outcome != "INTERRUPTED":
+        if outcome != TrialEnd.INTERRUPTED:
             plan.counts[state.name] += 1
             plan.steps += live.progress.last_step
             plan.seconds += live.progress.seconds

@@ -8,26 +8,27 @@ from typing import Any
 
 import optuna
 
-from sweeper.spec import Choice, FloatRange, Fraction, Grid, IntRange, Match
-from trainables.train import TRAINING
-
-FIRST = ("hidden_size",)  # drawn before the parameters bounded by them (ρ ≤ hidden size)
+from sweeper.spec import FRACTION_SUFFIX, Choice, FloatRange, Fraction, Grid, IntRange, Match, SweepSpec
+from trainables.hyperparams import Hyperparam
 
 
-def suggest_params(trial: optuna.Trial, space: Mapping[str, Any]) -> dict[str, Any]:
-    """Sample the searched entries of one model's resolved space (fixed values are not params).
+def suggest_params(trial: optuna.Trial, spec: SweepSpec, model: str) -> dict[str, Any]:
+    """Sample the searched entries of one model's study space (fixed values are not params).
 
-    ρ given as an integer range is capped by the hidden size this trial drew; given as
-    `{fraction: ...}` it is stored as the parameter `rho_fraction`.
+    A setting bounded by another (`at_most`, ρ ≤ hidden size) is drawn after it: as an integer
+    range it is capped by the value this trial drew, and as `{fraction: ...}` it is stored as the
+    parameter `<name>_fraction`.
     """
+    space, declared = spec.space(model), spec.declared(model)
     params: dict[str, Any] = {}
-    order = sorted(space, key=lambda name: name not in FIRST)
-    for name in order:
+    bounds = {hp.at_most for hp in declared.values() if hp.at_most}
+    for name in sorted(space, key=lambda name: name not in bounds):
         value = space[name]
         if isinstance(value, IntRange):
             low, high = value.int
-            if name == "rho":
-                high = min(high, _hidden_size(params, space))
+            bound = declared[name].at_most
+            if bound is not None:
+                high = min(high, _value_of(bound, params, space, declared))
             params[name] = trial.suggest_int(
                 name, low, high, log=value.log, step=1 if value.log else value.step
             )
@@ -38,18 +39,20 @@ def suggest_params(trial: optuna.Trial, space: Mapping[str, Any]) -> dict[str, A
             options = value.choice if isinstance(value, Choice) else value.grid
             params[name] = trial.suggest_categorical(name, list(options))
         elif isinstance(value, Fraction):
-            params[f"{name}_fraction"] = trial.suggest_float(f"{name}_fraction", *value.bounds)
+            params[name + FRACTION_SUFFIX] = trial.suggest_float(name + FRACTION_SUFFIX, *value.bounds)
         elif isinstance(value, Match):
             raise ValueError(f"{name}: parameter matching must be resolved before sampling")
     return params
 
 
-def _hidden_size(params: Mapping[str, Any], space: Mapping[str, Any]) -> int:
-    """The hidden size of the trial being drawn: sampled, fixed, or the default."""
-    if "hidden_size" in params:
-        return params["hidden_size"]
-    fixed = space.get("hidden_size")
-    return fixed if isinstance(fixed, int) else TRAINING["hidden_size"].default
+def _value_of(
+    name: str, params: Mapping[str, Any], space: Mapping[str, Any], declared: Mapping[str, Hyperparam]
+) -> Any:
+    """The value of `name` in the trial being drawn: sampled, fixed, or its default."""
+    if name in params:
+        return params[name]
+    fixed = space.get(name)
+    return fixed if isinstance(fixed, int | float) else declared[name].default
 
 
 def grid_of(space: Mapping[str, Any]) -> dict[str, list[Any]] | None:
@@ -62,8 +65,8 @@ def grid_size(grid: Mapping[str, list[Any]]) -> int:
     return math.prod(len(values) for values in grid.values())
 
 
-def describe(value: Any) -> str:
-    """A one-line rendering for `--dry-run` and listings."""
+def describe(value: Any, bound: str | None = None) -> str:
+    """A one-line rendering for `--dry-run` and listings; `bound` names what a fraction is of."""
     if isinstance(value, IntRange):
         return f"int [{value.int[0]}, {value.int[1]}]" + (" log" if value.log else "")
     if isinstance(value, FloatRange):
@@ -74,7 +77,7 @@ def describe(value: Any) -> str:
         return "grid {" + ", ".join(map(str, value.grid)) + "}"
     if isinstance(value, Fraction):
         low, high = value.bounds
-        return f"fraction [{low:g}, {high:g}] of hidden_size"
+        return f"fraction [{low:g}, {high:g}] of {bound}"
     if isinstance(value, Match):
         target = value.match
         if target.parameters is not None:

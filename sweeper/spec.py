@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sweeper.urls import has_password
-from trainables.registry import MODELS, TASKS, Hyperparam, load_all
-from trainables.train import TRAINING
+from trainables.catalog import load_all
+from trainables.hyperparams import TRAINING, Hyperparam
+from trainables.registry import MODELS, TASKS
 
 MAX_SPEC_BYTES = 1_000_000
 Loc = tuple[str | int, ...]
@@ -111,7 +121,8 @@ class Grid(Strict):
 
 
 class Fraction(Strict):
-    """`{fraction: [0.2, 0.6]}` or `{fraction: 0.5}`: ρ as a fraction of the trial's hidden size."""
+    """`{fraction: [0.2, 0.6]}` or `{fraction: 0.5}`: a setting as a fraction of the one its
+    declaration says it may not exceed (ρ of the trial's hidden size)."""
 
     fraction: tuple[float, float] | float
 
@@ -152,22 +163,24 @@ class Match(Strict):
 SEARCHED = (IntRange, FloatRange, Choice, Grid, Fraction)
 Distribution = IntRange | FloatRange | Choice | Grid | Fraction | Match
 ParamValue = Annotated[Distribution | str | int | float | bool, Field(union_mode="left_to_right")]
-FRACTION_PARAMS = ("rho",)  # integer parameters that may be given as a fraction of hidden_size
+FRACTION_SUFFIX = "_fraction"  # a fraction is sampled as the parameter `<name>_fraction`
 
 
 def is_fixed(value: Any) -> bool:
     return not isinstance(value, (*SEARCHED, Match))
 
 
-def check_param(hp: Hyperparam, value: Any) -> Any:
-    """Validate a fixed value or a distribution against a declared hyperparameter."""
+def check_param(declared: Mapping[str, Hyperparam], name: str, value: Any) -> Any:
+    """Validate a fixed value or a distribution against the declaration of `name`."""
+    hp = declared[name]
     if isinstance(value, Match):
         if hp.name != "hidden_size":
             raise ValueError("only hidden_size can be derived by {match: ...}")
         return value
     if isinstance(value, Fraction):
-        if hp.name not in FRACTION_PARAMS:
-            raise ValueError(f"only {', '.join(FRACTION_PARAMS)} can be a fraction of hidden_size")
+        if hp.at_most is None:
+            bounded = ", ".join(n for n, h in declared.items() if h.at_most) or "no setting"
+            raise ValueError(f"only {bounded} can be a fraction (of the setting that bounds it)")
         return value
     if isinstance(value, Grid):
         return Grid(grid=tuple(hp.validate(v) for v in value.grid))
@@ -296,8 +309,15 @@ class SweepSpec(Strict):
             )
         return value
 
+    _spaces: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+
     @model_validator(mode="after")
-    def _against_registries(self) -> SweepSpec:
+    def _against_registries(self, info: ValidationInfo) -> SweepSpec:
+        """Names and values checked against what the models and tasks declare, and the task's
+        default objective written in. A spec read back from a sweep's record was checked when it
+        was launched (`trusted`), and is read without importing the models (and torch)."""
+        if info.context and info.context.get("trusted"):
+            return self
         load_all()
         errors: list[tuple[Loc, str]] = []
         if self.task.name not in TASKS:
@@ -329,7 +349,7 @@ class SweepSpec(Strict):
             raise _LocatedErrors(errors)
 
         for name, value in self.params.items():
-            owners = [m for m in self.models if name in self._declared(m)]
+            owners = [m for m in self.models if name in self.declared(m)]
             if not owners and name.startswith("task."):
                 searchable = ", ".join(TASKS.get(self.task.name).searchable_settings()) or "none"
                 errors.append(
@@ -343,7 +363,7 @@ class SweepSpec(Strict):
             problems = {}
             for model in owners:
                 try:
-                    check_param(self._declared(model)[name], value)
+                    check_param(self.declared(model), name, value)
                 except ValueError as exc:
                     problems.setdefault(str(exc), []).append(model)
             errors.extend(
@@ -361,7 +381,7 @@ class SweepSpec(Strict):
             if model not in self.models:
                 errors.append((("per_model", model), f"{model!r} is not in models: {', '.join(self.models)}"))
                 continue
-            declared = self._declared(model)
+            declared = self.declared(model)
             for name, value in overrides.items():
                 if name not in declared:
                     errors.append(
@@ -372,13 +392,19 @@ class SweepSpec(Strict):
                     )
                     continue
                 try:
-                    check_param(declared[name], value)
+                    check_param(declared, name, value)
                 except ValueError as exc:
                     errors.append((("per_model", model, name), str(exc)))
 
-        metrics = task.task_class.metrics
-        if self.objective is not None and self.objective.metric not in metrics:
-            errors.append((("objective", "metric"), f"task {self.task.name!r} reports: {', '.join(metrics)}"))
+        task_class = task.task_class
+        if self.objective is None:
+            object.__setattr__(
+                self, "objective", Objective(metric=task_class.objective, mode=task_class.mode)
+            )
+        elif self.objective.metric not in task_class.metrics:
+            errors.append(
+                (("objective", "metric"), f"task {self.task.name!r} reports: {', '.join(task_class.metrics)}")
+            )
         if not errors:  # the combinations below read each model's validated space
             for model in self.models:
                 errors.extend(self._model_space_errors(model))
@@ -386,8 +412,9 @@ class SweepSpec(Strict):
             raise _LocatedErrors(errors)
         return self
 
-    def _declared(self, model: str) -> dict[str, Hyperparam]:
+    def declared(self, model: str) -> dict[str, Hyperparam]:
         """What a study of `model` may set: training, the model's own, and the task's settings."""
+        load_all()
         return {
             **TRAINING,
             **MODELS.get(model).all_hyperparams,
@@ -398,22 +425,23 @@ class SweepSpec(Strict):
         return ("per_model", model, name) if name in self.per_model.get(model, {}) else ("params", name)
 
     def _model_space_errors(self, model: str) -> list[tuple[Loc, str]]:
-        """Combinations no single value can reveal: ρ against hidden_size, grids, the sampler."""
+        """Combinations no single value can reveal: a bound between two settings (ρ ≤ hidden
+        size), a fused kernel without a GPU, grids, the sampler."""
         errors: list[tuple[Loc, str]] = []
         space = self.space(model)
-        hidden, rho = space.get("hidden_size", TRAINING["hidden_size"].default), space.get("rho")
-        smallest = (
-            hidden.int[0] if isinstance(hidden, IntRange) else hidden if isinstance(hidden, int) else None
-        )
-        low_rho = rho.int[0] if isinstance(rho, IntRange) else rho if isinstance(rho, int) else None
-        if smallest is not None and low_rho is not None and low_rho > smallest:
-            errors.append(
-                (
-                    self._where(model, "rho"),
-                    f"rho {low_rho} exceeds hidden_size {smallest} of {model}; "
-                    "use a smaller rho or {fraction: ...} of the hidden size",
+        declared = self.declared(model)
+        for name, hp in declared.items():
+            if hp.at_most is None or name not in space:
+                continue
+            low, bound = _lowest(space[name]), _lowest(space.get(hp.at_most, declared[hp.at_most].default))
+            if low is not None and bound is not None and low > bound:
+                errors.append(
+                    (
+                        self._where(model, name),
+                        f"{name} {low} exceeds {hp.at_most} {bound} of {model}; "
+                        f"use a smaller {name} or {{fraction: ...}} of the {hp.at_most}",
+                    )
                 )
-            )
         kernel = space.get("kernel")
         kernels = (
             kernel.choice
@@ -450,14 +478,25 @@ class SweepSpec(Strict):
 
     def space(self, model: str) -> dict[str, Any]:
         """The parameters of one model's study: shared values it accepts, then its overrides."""
-        declared = self._declared(model)
-        merged = {k: v for k, v in self.params.items() if k in declared}
-        merged.update(self.per_model.get(model, {}))
-        return {name: check_param(declared[name], value) for name, value in merged.items()}
+        if model not in self._spaces:
+            declared = self.declared(model)
+            merged = {k: v for k, v in self.params.items() if k in declared}
+            merged.update(self.per_model.get(model, {}))
+            self._spaces[model] = {name: check_param(declared, name, value) for name, value in merged.items()}
+        return self._spaces[model]
+
+    def fixed_value(self, model: str, name: str) -> Any:
+        """The value the spec fixes for one model's setting (its override, else the shared
+        value), or None where it is searched or not given; reads no model declaration."""
+        value = self.per_model.get(model, {}).get(name, self.params.get(name))
+        return value if value is not None and is_fixed(value) else None
 
     def resolved_objective(self) -> Objective:
+        """The objective: validation writes the task's default in, so only a spec stored before
+        it did needs the task registry here."""
         if self.objective is not None:
             return self.objective
+        load_all()
         task_cls = TASKS.get(self.task.name).task_class
         return Objective(metric=task_cls.objective, mode=task_cls.mode)
 
@@ -470,6 +509,13 @@ class SweepSpec(Strict):
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.canonical(), sort_keys=True).encode()).hexdigest()
+
+
+def _lowest(value: Any) -> int | float | None:
+    """The smallest number a fixed value or an {int|float: [low, high]} range can take."""
+    if isinstance(value, IntRange | FloatRange):
+        return value.bounds[0]
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class _LocatedErrors(ValueError):
@@ -558,8 +604,13 @@ def _format_loc(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "(top level)"
 
 
-def parse_spec(text: str, source: str = "<spec>", profile: str | None = None) -> SweepSpec:
-    """Parse YAML text into a validated spec; raises SpecError naming source, line and key."""
+def parse_spec(
+    text: str, source: str = "<spec>", profile: str | None = None, *, trusted: bool = False
+) -> SweepSpec:
+    """Parse YAML text into a validated spec; raises SpecError naming source, line and key.
+
+    `trusted`: the text is a sweep's stored spec, validated against the registries at launch.
+    """
     if len(text.encode()) > MAX_SPEC_BYTES:
         raise SpecError([f"{source}: the file is larger than {MAX_SPEC_BYTES} bytes"])
     try:
@@ -593,7 +644,7 @@ def parse_spec(text: str, source: str = "<spec>", profile: str | None = None) ->
         profile_lines = {k[2:]: v for k, v in base_lines.items() if k[:2] == prefix and len(k) > 2}
         raw = _deep_merge(raw, override)
     try:
-        return SweepSpec.model_validate(raw)
+        return SweepSpec.model_validate(raw, context={"trusted": trusted})
     except ValidationError as exc:
         located = _collect(exc)
     except _LocatedErrors as exc:
@@ -669,8 +720,8 @@ def load_spec(path: str | Path, profile: str | None = None) -> SweepSpec:
 def trial_config(spec: SweepSpec, model: str, params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """The flat config `trainables.train.train` takes for one trial, from a study's parameters.
 
-    A sampled `rho_fraction` becomes `rho` = round(fraction × hidden_size), so ρ never exceeds the
-    hidden size the same trial drew.
+    A sampled `<name>_fraction` becomes `<name>` = round(fraction × its bound), such as ρ of the
+    hidden size, so the value never exceeds the bound the same trial drew.
     """
     fixed = {k: v for k, v in spec.space(model).items() if is_fixed(v)}
     config = {"task": spec.task.name, "task_settings": dict(spec.task.settings), "model": model, "seed": seed}
@@ -678,7 +729,9 @@ def trial_config(spec: SweepSpec, model: str, params: Mapping[str, Any], seed: i
     config.update(params)
     for key in [k for k in config if k.startswith("task.")]:  # a searched or fixed task setting
         config["task_settings"][key.removeprefix("task.")] = config.pop(key)
-    if "rho_fraction" in config:
-        fraction = config.pop("rho_fraction")
-        config["rho"] = round(fraction * config.get("hidden_size", TRAINING["hidden_size"].default))
+    declared = spec.declared(model)
+    for key in [k for k in config if k.endswith(FRACTION_SUFFIX)]:
+        name = key.removesuffix(FRACTION_SUFFIX)
+        bound = declared[name].at_most
+        config[name] = round(config.pop(key) * config.get(bound, declared[bound].default))
     return config

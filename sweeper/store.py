@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,13 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
+from sweeper.spec import SweepSpec, parse_spec
+from sweeper.status import ConfirmationStatus
 from sweeper.urls import redact
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+# what a lost or refusing database raises, through SQLAlchemy or through Optuna's storage
+DATABASE_ERRORS = (SQLAlchemyError, optuna.exceptions.StorageInternalError)
 DEFAULT_HOME = Path("sweeps")
 
 
@@ -96,7 +101,7 @@ class SweepRecord(Base):
     spec_yaml: Mapped[str] = mapped_column(Text)
     spec_hash: Mapped[str] = mapped_column(String(64))
     profile: Mapped[str | None] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # running, finished, interrupted, failed
+    status: Mapped[str] = mapped_column(String(16))  # a SweepStatus
     created_at: Mapped[dt.datetime] = mapped_column(default=_now)
     started_at: Mapped[dt.datetime | None]
     ended_at: Mapped[dt.datetime | None]
@@ -109,6 +114,12 @@ class SweepRecord(Base):
     studies: Mapped[list[StudyRecord]] = relationship(
         back_populates="sweep", order_by="StudyRecord.id", cascade="all, delete-orphan"
     )
+
+    @cached_property
+    def spec(self) -> SweepSpec:
+        """The sweep's resolved spec, parsed once per record: it was validated when launched, so
+        reading it needs no model or task code."""
+        return parse_spec(self.spec_yaml, f"sweep {self.name}", trusted=True)
 
 
 class StudyRecord(Base):
@@ -137,7 +148,7 @@ class ConfirmationRecord(Base):
     source_trial: Mapped[int]  # the Optuna trial number whose parameters are retrained
     seed: Mapped[int]
     params_json: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending, running, complete, failed
+    status: Mapped[str] = mapped_column(String(16), default=ConfirmationStatus.PENDING)
     objective: Mapped[float | None]
     metrics_json: Mapped[str | None] = mapped_column(Text)
     mlflow_run_id: Mapped[str | None] = mapped_column(String(64))

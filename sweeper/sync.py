@@ -14,10 +14,18 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from sweeper.search import FAIL_REASON_ATTR, FINAL_METRICS_ATTR, INTERRUPTED_ATTR, run_params
-from sweeper.spec import parse_spec, trial_config
+from sweeper.spec import trial_config
 from sweeper.store import Store, SweepRecord
 from sweeper.tracking import Tracker
+from sweeper.trial_record import (
+    CONFIG_ATTR,
+    FAIL_REASON_ATTR,
+    INTERRUPTED_ATTR,
+    SEED_ATTR,
+    best_trial,
+    final_metrics,
+    run_params,
+)
 from sweeper.urls import redact
 
 
@@ -32,7 +40,7 @@ class SyncCounts:
 
 def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCounts:
     """Make MLflow at `tracker` hold every study and trial of `record`; return what was added."""
-    spec = parse_spec(record.spec_yaml, f"sweep {record.name}")
+    spec = record.spec
     client = tracker.client
     counts = SyncCounts()
     experiment = client.get_experiment_by_name(record.name)
@@ -73,7 +81,7 @@ def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCoun
                     continue
                 key = (study_record.study_name, str(trial.number))
                 _sync_trial(tracker, spec, study_record, experiment_id, trial, children.get(key), counts)
-            best = study.best_trial if any(t.state == TrialState.COMPLETE for t in study.trials) else None
+            best = best_trial(study)
             tracker.summarize_parent(
                 study_record.mlflow_parent_run_id, best.value if best else None, best.params if best else {}
             )
@@ -99,7 +107,9 @@ def _sync_trial(
 ) -> None:
     client = tracker.client
     if run is None:
-        config = trial_config(spec, study_record.model, trial.params, trial.user_attrs.get("seed", 0))
+        config = trial.user_attrs.get(CONFIG_ATTR) or trial_config(
+            spec, study_record.model, trial.params, trial.user_attrs.get(SEED_ATTR, 0)
+        )
         run_id = tracker.start_trial(
             experiment_id,
             study_record.mlflow_parent_run_id,
@@ -122,9 +132,7 @@ def _sync_trial(
         tracker.log_metrics(run_id, step, {metric: value})
     counts.points += len(missing)
     present = set(run.data.metrics) if run is not None else set()
-    final = {
-        k: v for k, v in trial.user_attrs.get(FINAL_METRICS_ATTR, {}).items() if k not in present | {metric}
-    }
+    final = {k: v for k, v in final_metrics(trial).items() if k not in present | {metric}}
     if final and trial.intermediate_values:
         tracker.log_metrics(run_id, max(trial.intermediate_values), final)
     state = trial.state.name

@@ -260,6 +260,22 @@ class TrialWriter:
         self._pool.submit(lambda: None).result()
 
 
+_trackers: dict[str, Tracker] = {}
+
+
+def open_tracker(tracking_uri: str) -> Tracker | None:
+    """One tracker per URI and process (creating an MLflow client costs over a second); None,
+    with a warning, where MLflow cannot be reached."""
+    uri = resolve_tracking_uri(tracking_uri)
+    try:
+        if uri not in _trackers:
+            _trackers[uri] = Tracker(uri)
+        return _trackers[uri]
+    except Exception as exc:
+        log.warning("MLflow tracking at %s is unavailable: %s", redact(tracking_uri), exc)
+        return None
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -71,7 +71,7 @@ def compute_with_the_trials_cpus() -> None:
 
 def run_trial(config: dict[str, Any], plugins: tuple[str, ...] = ()) -> None:
     """One trial; `plugins` are the driver's plugin modules, registered here before the trial."""
-    from trainables.registry import load_all
+    from trainables.catalog import load_all
     from trainables.train import train
 
     compute_with_the_trials_cpus()

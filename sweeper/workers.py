@@ -14,7 +14,7 @@ Ray starts one idle worker per logical CPU, so a local Ray gets as many CPUs as 
 concurrent trials reserve (`local_cpus`): the workers it starts are the ones the trials use, and
 the machine's other cores stay with the driver while those import. Those workers must still be
 there when the trials ask for them (`IDLE_WORKER_KEEP_MS`), and Tune must not stop the actor of
-a trial that is starting on one (`keep_starting_trial_actors`). What Tune unpickles in a trial
+a trial that is starting on one (`sweeper.tune_patches`). What Tune unpickles in a trial
 process to create the trial's actor is kept light (`TrialResources`).
 
 Ray nodes started elsewhere (`ray start`, Kubernetes) read the same settings from the
@@ -27,8 +27,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,41 +102,6 @@ def local_cpus(specs: Iterable[SweepSpec]) -> int | None:
     return wanted if 0 < wanted <= machine else None
 
 
-@contextmanager
-def keep_starting_trial_actors() -> Iterator[None]:
-    """While open, Tune does not stop a trial's actor that is starting on a worker in order to
-    give the trial a finished trial's actor instead; that actor goes to the next trial.
-
-    Tune's actor reuse does stop it, which stops its worker process too: with trials shorter
-    than a worker's start, the second slot's preloaded worker was stopped the moment it was
-    ready and a cold one started in its place, again and again, so a sweep of short trials at
-    concurrency 2 ran in one process while the replacements' imports took CPU from it. An actor
-    still waiting for resources is handed over as before (the finished trial's actor may hold
-    them). Another Ray version whose controller lacks what this reads keeps Tune's behaviour.
-    """
-    from ray.tune.execution.tune_controller import TuneController
-
-    original = getattr(TuneController, "_maybe_reuse_cached_actor", None)
-    if original is None:
-        yield
-        return
-
-    def reuse_unless_starting(controller: Any, trial: Any) -> bool:
-        actor = getattr(controller, "_trial_to_actor", {}).get(trial)
-        manager = getattr(controller, "_actor_manager", None)
-        live = getattr(manager, "_live_actors_to_ray_actors_resources", {})
-        started = getattr(controller, "_started_actors", None)
-        if actor is not None and started is not None and actor in live and actor not in started:
-            return False
-        return original(controller, trial)
-
-    TuneController._maybe_reuse_cached_actor = reuse_unless_starting
-    try:
-        yield
-    finally:
-        TuneController._maybe_reuse_cached_actor = original
-
-
 @dataclass(frozen=True)
 class TrialResources:
     """What a trial reserves, by model: Tune's `with_resources` callable.
@@ -150,26 +114,3 @@ class TrialResources:
 
     def __call__(self, config: dict[str, Any]) -> dict[str, float]:
         return self.by_model[config["model"]]
-
-
-@contextmanager
-def trial_actors_without_runtime_env() -> Iterator[None]:
-    """Tune's trial actors get no runtime environment of their own while this is open.
-
-    Their variables are already in the workers' environment (`local_ray_options`, or the Ray
-    node's own environment on a cluster), and an actor without a runtime environment of its own
-    can start in an idle, preloaded worker. Variables Tune propagates from the driver's
-    environment (cloud credentials, Ray Train settings) still give the actors one.
-    """
-    from ray.tune.execution import class_cache
-
-    defaults = getattr(class_cache, "DEFAULT_ENV_VARS", None)
-    if not isinstance(defaults, dict):  # another Ray version: its actors start as they always did
-        yield
-        return
-    saved = dict(defaults)
-    defaults.clear()
-    try:
-        yield
-    finally:
-        defaults.update(saved)

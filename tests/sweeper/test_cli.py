@@ -9,7 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from sweeper.cli import _serve_until_stopped, main
+from sweeper.cli import main
+from sweeper.servers import serve_until_stopped
 from tests.helpers import run_cli, tiny_spec, write_spec
 
 
@@ -203,7 +204,7 @@ def test_a_server_that_fails_to_start_leaves_none_of_the_others_running(tmp_path
         f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(120)",
     ]
     with pytest.raises(FileNotFoundError):
-        _serve_until_stopped([first, [str(tmp_path / "no-such-server")]])
+        serve_until_stopped([first, [str(tmp_path / "no-such-server")]])
     left = [p for p in psutil.process_iter(["cmdline"]) if str(marker) in " ".join(p.info["cmdline"] or [])]
     assert left == []
 
@@ -254,3 +255,20 @@ def test_gpu_trials_on_a_local_ray_without_gpus_exit_2_naming_the_override(tmp_p
     on_cpu = run_cli(["launch", str(spec), "--no-gpus", "--max-trials", "1"], tmp_path)
     assert on_cpu.returncode == 0, on_cpu.stdout + on_cpu.stderr
     assert "sweep tiny-1: finished" in on_cpu.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["launch"], "Missing argument 'CONFIGS...'"),
+        (["status", "--no-such-option"], "No such option '--no-such-option'"),
+        (["summarize", "x", "--format", "yaml"], "Invalid value for '--format'"),
+    ],
+)
+def test_clicks_own_usage_errors_are_one_line_exit_2(runner, args, expected):
+    """One error style: a usage error is `error: ...` on one line, exit 2, saying where to read more."""
+    result = runner.invoke(main, args)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0]
+    assert f"(see `sweeper {args[0]} --help`)" in lines[0]

@@ -7,17 +7,19 @@ from types import SimpleNamespace
 
 import optuna
 import pytest
+import torch
 import yaml
 from optuna.distributions import FloatDistribution, IntDistribution
 
 from sweeper.compare import compare, to_csv, to_json, to_markdown
 from sweeper.figures import diagnostics, learning_curves, study_figures, task_baseline
 from sweeper.launch import create_sweep
-from sweeper.search import FINAL_METRICS_ATTR
-from sweeper.spec import parse_spec
+from sweeper.spec import parse_spec, trial_config
 from sweeper.store import ConfirmationRecord, Store
+from sweeper.trial_record import FINAL_METRICS_ATTR
 from tests.helpers import tiny_spec
 from trainables.reference import references_for
+from trainables.train import TrialConfig, build, network_facts
 
 CURVES = {  # model → trials: (hidden_size, lr, {step: valid_loss})
     "lstm": [(50, 0.01, {100: 0.30, 200: 0.20}), (60, 0.001, {100: 0.40, 200: 0.35})],
@@ -39,6 +41,8 @@ def handmade(tmp_path):
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         for number, (hidden, lr, curve) in enumerate(CURVES[study_record.model]):
+            config = trial_config(spec, study_record.model, {"hidden_size": hidden, "lr": lr}, number)
+            task, network, _ = build(TrialConfig.from_mapping(config), torch.device("cpu"))
             study.add_trial(
                 optuna.trial.create_trial(
                     params={"hidden_size": hidden, "lr": lr},
@@ -52,6 +56,7 @@ def handmade(tmp_path):
                             "valid_loss": curve[200],
                             "valid_accuracy": 0.5,
                             "ortho_error": 1e-6,
+                            **network_facts(task, network),  # a trial reports its size and baseline
                         },
                     },
                 )
@@ -123,8 +128,8 @@ def test_a_model_without_published_numbers_still_gets_a_row(handmade, tmp_path):
 
 
 def test_learning_curves_draw_each_models_best_trial_and_the_baseline(handmade):
-    spec, store, record = handmade
-    figure = learning_curves(store, record, spec)
+    _, store, record = handmade
+    figure = learning_curves(store, record)
     (ax,) = figure.axes
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert set(lines) == {"lstm (trial #0)", "gru (trial #0)", "memoryless baseline"}
@@ -132,13 +137,13 @@ def test_learning_curves_draw_each_models_best_trial_and_the_baseline(handmade):
     assert list(lines["lstm (trial #0)"].get_xdata()) == [100, 200]
     assert (
         lines["memoryless baseline"].get_ydata()[0]
-        == pytest.approx(task_baseline(spec))
+        == pytest.approx(task_baseline(store, record))
         == pytest.approx(10 * 2.1972245773 / 220)
     )
 
 
 def test_confirmed_curves_are_a_mean_with_a_band(handmade):
-    spec, store, record = handmade
+    _, store, record = handmade
     gru = next(s for s in record.studies if s.model == "gru")
     with store.session() as session:
         for seed in (1, 2):
@@ -160,7 +165,7 @@ def test_confirmed_curves_are_a_mean_with_a_band(handmade):
             SimpleNamespace(step=s, value=v) for s, v in histories.get(run_id, [])
         ]
     )
-    (ax,) = learning_curves(store, record, spec, client).axes
+    (ax,) = learning_curves(store, record, client).axes
     (line,) = [line for line in ax.get_lines() if line.get_label() == "gru (2 seeds)"]
     assert list(line.get_ydata()) == pytest.approx([0.3, 0.2])
     assert len(ax.collections) == 1  # the min-max band

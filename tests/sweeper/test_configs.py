@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from sweeper.cli import main
 from sweeper.spec import IntRange, SweepSpec, load_spec
-from trainables.registry import TASKS, load_all
+from trainables.catalog import load_all
+from trainables.registry import TASKS
 from trainables.train import TRAINING
 
 CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))

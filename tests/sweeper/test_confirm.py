@@ -9,9 +9,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy import select
 
-from sweeper.confirm import confirm_seed, mean_std
-from sweeper.search import trial_seed
+from sweeper.confirm import confirm_seed
+from sweeper.confirmations import mean_std
 from sweeper.store import ConfirmationRecord, Store, StudyRecord
+from sweeper.trial_record import trial_seed
 from tests.helpers import run_cli
 
 
@@ -85,3 +86,43 @@ def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep
         assert [(r.id, r.seed, r.objective) for r in model_rows[:2]] == [
             (r.id, r.seed, r.objective) for r in first[model]
         ]
+
+
+class LostDatabase:
+    """A store whose every session fails as a database that went away does."""
+
+    def session(self):
+        from sqlalchemy.exc import OperationalError
+
+        raise OperationalError("UPDATE sweeper_confirmations", {}, Exception("server closed the connection"))
+
+
+def test_a_lost_database_stops_confirmations_as_interrupted_and_keeps_them_to_run_again():
+    """Retried, then stopped as interrupted, as sweeps are; the run whose end could not be
+    written stays running in the registry, which the next `sweeper confirm` runs again."""
+    import yaml
+    from ray.tune.search import Searcher
+
+    from sweeper.confirm import ConfirmationSearcher, Job
+    from sweeper.search import Progress
+    from sweeper.spec import parse_spec
+    from sweeper.store import StudyRecord
+    from tests.helpers import tiny_spec
+
+    spec = parse_spec(yaml.safe_dump(tiny_spec()), "t.yaml")
+    study = StudyRecord(study_name="s/denoise/gru", task="denoise", model="gru")
+    job = Job(1, study, 0, 7, {"lr": 0.01})
+    searcher = ConfirmationSearcher(LostDatabase(), spec, [job], None, None)
+    searcher.database_backoff = 0.001
+    assert searcher.suggest("t1") == Searcher.FINISHED
+    assert searcher.stop_reason.startswith("interrupted: the study database is unreachable")
+    assert list(searcher._pending) == [job]  # not handed out, so not lost
+
+    searcher = ConfirmationSearcher(LostDatabase(), spec, [], None, None)
+    searcher.database_backoff = 0.001
+    searcher._live["t2"] = (job, Progress(iterations=30, run=None, last_step=30, best=0.1))
+    searcher.on_trial_complete("t2", {"step": 30, "valid_loss": 0.1})
+    assert searcher.stop_reason.startswith("interrupted")
+    assert "t2" in searcher._live  # its end is not written: kept for abandon_running
+    searcher.abandon_running(searcher.stop_reason)
+    assert not searcher._live

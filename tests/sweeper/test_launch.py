@@ -8,10 +8,13 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
-from sweeper.launch import _BudgetStopper, create_sweep, plan_text, reconcile, with_budget
-from sweeper.search import INTERRUPTED_ATTR
+from sweeper.launch import create_sweep, with_budget
+from sweeper.plan import plan_text
+from sweeper.policy import reconcile
+from sweeper.runtime import _BudgetStopper
 from sweeper.spec import parse_spec
 from sweeper.store import Store
+from sweeper.trial_record import INTERRUPTED_ATTR
 from tests.helpers import tiny_spec
 
 

@@ -6,11 +6,13 @@ import pytest
 import torch
 import yaml
 
-from sweeper.matching import closest_hidden_size, network_parameters, resolve_matching
+from sweeper.matching import resolve_matching
 from sweeper.spec import Match, SpecError, parse_spec
 from tests.helpers import tiny_spec
-from trainables.registry import MODELS, TASKS, load_all
-from trainables.train import parameter_count
+from trainables.catalog import load_all
+from trainables.registry import MODELS, TASKS
+from trainables.sizing import count_parameters, hidden_size_for_budget, network_parameters
+from trainables.train import TrialConfig, build
 
 load_all()
 DENOISE = {"T": 200, "valid_size": 8}
@@ -22,10 +24,11 @@ def denoise():
 
 @pytest.mark.parametrize("model", [m.name for m in MODELS])
 def test_every_model_is_matched_within_two_percent(model):
-    hidden, count = closest_hidden_size(denoise(), model, 40_000, {})
+    hidden, count = hidden_size_for_budget(denoise(), model, 40_000, {})
     assert abs(count - 40_000) <= 0.02 * 40_000
     config = {"task": "denoise", "task_settings": DENOISE, "model": model, "hidden_size": hidden}
-    assert parameter_count(config) == count  # the meta-device count is the real network's
+    network = build(TrialConfig.from_mapping(config), torch.device("cpu"))[1]
+    assert count_parameters(network) == count  # the meta-device count is the real network's
 
 
 def test_reference_form_and_resolved_spec():

@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 from optuna.trial import TrialState
 
-from sweeper.search import INTERRUPTED_ATTR
 from sweeper.store import Store
+from sweeper.trial_record import INTERRUPTED_ATTR
 from tests.helpers import POSTGRES_ADMIN_URL, run_cli, start_cli, tiny_spec, write_spec
 from tests.sweeper.test_sweep_end_to_end import studies
 

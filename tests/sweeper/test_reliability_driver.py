@@ -13,8 +13,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from sweeper.search import FAIL_REASON_ATTR, INTERRUPTED_ATTR
 from sweeper.store import Store
+from sweeper.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR
 from tests.helpers import run_cli, start_cli, tiny_spec, write_spec
 from tests.sweeper.test_sweep_end_to_end import studies
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sweeper.cli
+import sweeper.launch
 from sweeper.cli import main
 from sweeper.spec import SpecError, SweepSpec, _NoAliasLoader, parse_spec
 from tests.helpers import tiny_spec
@@ -65,7 +65,7 @@ def launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Launch:
     def reached_ray(*args: Any) -> None:
         raise AssertionError("the input was accepted: launch went on to join Ray")
 
-    monkeypatch.setattr(sweeper.cli, "_connect", reached_ray)
+    monkeypatch.setattr(sweeper.launch, "connect", reached_ray)
 
     def run(content: str | bytes, *options: str) -> Result:
         path = tmp_path / SPEC_FILE

@@ -9,7 +9,7 @@ import time
 import pytest
 from optuna.trial import TrialState
 
-from sweeper.search import FINAL_METRICS_ATTR
+from sweeper.trial_record import FINAL_METRICS_ATTR
 from tests.helpers import cli_env, start_cli, tiny_spec, write_spec
 from tests.sweeper.test_sweep_end_to_end import studies
 

@@ -69,8 +69,8 @@ def test_tracking_outage_then_sync(tmp_path):
 
 def test_sync_completes_runs_a_mid_sweep_outage_left_behind(tmp_path):
     from sweeper.launch import create_sweep
-    from sweeper.search import FINAL_METRICS_ATTR
     from sweeper.spec import parse_spec
+    from sweeper.trial_record import FINAL_METRICS_ATTR
     from tests.helpers import dump_spec
 
     spec = parse_spec(dump_spec(tiny_spec(name="partial", models=["gru"])), "p.yaml")

@@ -11,8 +11,9 @@ import yaml
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
-from sweeper.search import INTERRUPTED_ATTR, MultiStudySearcher, StudyPlan, trial_seed
+from sweeper.search import MultiStudySearcher, StudyPlan
 from sweeper.spec import parse_spec
+from sweeper.trial_record import INTERRUPTED_ATTR, trial_seed
 from tests.helpers import tiny_spec
 
 

@@ -8,12 +8,13 @@ import pytest
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
-from sweeper.launch import make_pruner, make_sampler, study_budget
+from sweeper.policy import make_pruner, make_sampler, study_budget
 from sweeper.search import MultiStudySearcher, StudyPlan
 from sweeper.space import suggest_params
 from sweeper.spec import SpecError, parse_spec, trial_config
 from tests.helpers import dump_spec, tiny_spec
-from trainables.registry import MODELS, load_all
+from trainables.catalog import load_all
+from trainables.registry import MODELS
 from trainables.train import TRAINING, TrialConfig
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -28,7 +29,7 @@ def sample(spec, model, n=50, sampler=None):
     drawn = []
     for _ in range(n):
         trial = study.ask()
-        params = suggest_params(trial, spec.space(model))
+        params = suggest_params(trial, spec, model)
         drawn.append((trial.params, trial_config(spec, model, params, 0)))
         study.tell(trial, 0.0)
     return drawn
@@ -197,7 +198,7 @@ def test_study_time_budget_ends_a_study_once_spent():
 
 
 def test_a_trial_over_its_time_limit_fails_with_the_reason():
-    from sweeper.launch import _BudgetStopper
+    from sweeper.runtime import _BudgetStopper
 
     spec = spec_of(models=["gru"], budget={"trials": 3, "trial_time": "2s"})
     searcher, plan = make_searcher(spec)

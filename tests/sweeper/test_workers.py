@@ -15,10 +15,10 @@ import yaml
 
 from sweeper import workers
 from sweeper.spec import SweepSpec, parse_spec
+from sweeper.tune_patches import keep_starting_trial_actors
 from sweeper.workers import (
     PRELOAD_MODULES,
     TrialResources,
-    keep_starting_trial_actors,
     local_cpus,
     preload_modules,
 )
@@ -59,7 +59,7 @@ def test_a_local_ray_has_every_cpu_without_a_limit_or_beyond_the_machine() -> No
 def test_start_ray_sizes_only_a_local_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     import ray
 
-    from sweeper.launch import start_ray
+    from sweeper.runtime import start_ray
 
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
@@ -90,7 +90,7 @@ def test_a_new_trial_process_creates_its_actor_without_importing_the_spec(tmp_pa
     from ray import cloudpickle
     from ray.tune.trainable import wrap_function
 
-    from sweeper.launch import trial_trainable
+    from sweeper.runtime import trial_trainable
 
     blob = tmp_path / "trainable.pkl"
     actor_class = wrap_function(trial_trainable(spec(resources={"cpus": 2})))  # as Tune registers it

@@ -1,0 +1,65 @@
+"""What a finished trial leaves in its study, in the words both sides use: the searcher that
+writes it (in the driver, with Ray) and the commands that only read it (without Ray or torch).
+
+An Optuna trial carries its parameters, its intermediate values (the objective at each
+reported step) and these user attributes: its seed and whole config, the metrics of its last report (the test
+split's too when it completed; the trial's constants such as its parameter count and the
+kernel it ran), why it failed, whether a stop interrupted it, and its MLflow run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+SEED_ATTR = "seed"
+CONFIG_ATTR = "config"  # the whole flat config the trial trained with (`spec.trial_config`)
+FINAL_METRICS_ATTR = "final_metrics"
+FAIL_REASON_ATTR = "fail_reason"
+INTERRUPTED_ATTR = "sweeper_interrupted"
+MLFLOW_RUN_ATTR = "mlflow_run_id"
+PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
+BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one
+FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def trial_seed(spec_seed: int, number: int) -> int:
+    """Distinct per trial number, and equal across models for the same number (paired runs)."""
+    return (spec_seed * 1_000_003 + number) % 2**31
+
+
+def counts_toward_budget(trial: FrozenTrial) -> bool:
+    """Finished, and not cut by a stop (an interrupted trial is run again by `resume`)."""
+    return trial.state in FINISHED_STATES and INTERRUPTED_ATTR not in trial.user_attrs
+
+
+def steps_trained(trial: FrozenTrial) -> int:
+    """Training steps a trial ran: its last reported step."""
+    return max(trial.intermediate_values, default=0)
+
+
+def final_metrics(trial: FrozenTrial) -> dict[str, Any]:
+    return dict(trial.user_attrs.get(FINAL_METRICS_ATTR, {}))
+
+
+def parameter_count(trial: FrozenTrial) -> int | None:
+    """The trial's network size as it reported it; None for a trial that never reported."""
+    value = final_metrics(trial).get(PARAMETERS_METRIC)
+    return None if value is None else int(value)
+
+
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The study's best complete trial, or None before one completed."""
+    try:
+        return study.best_trial
+    except ValueError:
+        return None
+
+
+def run_params(config: dict[str, Any]) -> dict[str, Any]:
+    """A trial's whole configuration as flat MLflow params (task settings as `task.<name>`)."""
+    flat = {k: v for k, v in config.items() if k not in ("task", "model", "task_settings")}
+    flat.update({f"task.{k}": v for k, v in config["task_settings"].items()})
+    return flat
