@@ -29,11 +29,12 @@ from pathlib import Path
 import record
 import torch
 
+from trainables.catalog import load_all
 from trainables.models.base import OrthogonalModel, RecurrentModel
 from trainables.models.kernel_choice import fused_scans
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, neumann_inverse_update
 from trainables.optimizers import make_optimizer
-from trainables.registry import MODELS, load_all
+from trainables.registry import MODELS
 
 INPUT_SIZE = 10
 DEFAULT_SIZES = ((128, 200, 128), (32, 1000, 256), (32, 50, 512), (32, 50, 2048))

@@ -86,7 +86,7 @@ def main() -> None:
 
     import ray
 
-    from sweeper.launch import quiet_environment, start_ray
+    from sweeper.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

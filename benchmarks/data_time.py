@@ -26,8 +26,9 @@ from typing import Any
 import torch
 from fixtures import write_babi, write_ptb, write_timit, write_wikitext2
 
+from trainables.catalog import load_all
 from trainables.models.base import RecurrentModel
-from trainables.registry import MODELS, TASKS, load_all
+from trainables.registry import MODELS, TASKS
 from trainables.tasks import babi, language, shortest_path, speech
 from trainables.tasks.base import Task
 

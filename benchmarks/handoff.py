@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     args = parser.parse_args()
     use_plugin()
-    from sweeper.launch import quiet_environment, start_ray
+    from sweeper.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

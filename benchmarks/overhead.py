@@ -137,7 +137,7 @@ def sweeper_run(
 
 def sweeper_row(job: dict[str, Any]) -> None:
     """The child side of `sweeper_run`: start Ray, register and run the sweep, print the row."""
-    from sweeper.launch import quiet_environment
+    from sweeper.runtime import quiet_environment
 
     quiet_environment(verbose=False)
     trials = job["trials"]
@@ -181,7 +181,7 @@ def sweeper_row(job: dict[str, Any]) -> None:
 
 
 def overhead(args: argparse.Namespace) -> None:
-    from trainables.registry import load_all
+    from trainables.catalog import load_all
 
     load_all()  # a trial process imports the models and tasks once; so does the baseline, untimed
     print(
@@ -217,7 +217,7 @@ def gpu_packing(args: argparse.Namespace) -> None:
         sys.exit("--gpu-packing needs a CUDA GPU and none is visible here: nothing was run")
     import ray
 
-    from sweeper.launch import quiet_environment, start_ray
+    from sweeper.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

@@ -30,7 +30,7 @@ def use_plugin() -> None:
     Workers inherit the environment of the Ray instance the driver starts, so this must run
     before Ray does.
     """
-    from trainables.registry import PLUGINS_ENV
+    from trainables.catalog import PLUGINS_ENV
 
     for path in (str(ROOT), str(PLUGIN_DIR)):
         if path not in sys.path:
@@ -111,7 +111,7 @@ def fresh_ray(spec: dict[str, Any]) -> float:
     """
     import ray
 
-    from sweeper.launch import start_ray
+    from sweeper.runtime import start_ray
     from sweeper.spec import parse_spec
     from sweeper.workers import local_cpus
 
@@ -127,7 +127,7 @@ def run_sweep_in_process(
     spec: dict[str, Any], storage: str, directory: Path, address: str | None
 ) -> SweepRun:
     """Register and run one sweep as `sweeper launch` does, with MLflow in `directory`."""
-    from sweeper.launch import create_sweep, run_sweep
+    from sweeper.launch import Where, create_sweep, run_sweep
     from sweeper.spec import parse_spec
     from sweeper.store import Store
 
@@ -138,7 +138,8 @@ def run_sweep_in_process(
         started = time.time()
         record = create_sweep(parsed, store, tracking, None, address, home=directory)
         registered = time.time()
-        outcome = run_sweep(store, record, address=address, home=directory, results=str(directory / "ray"))
+        where = Where(storage, tracking, address, results=str(directory / "ray"), home=directory)
+        outcome = run_sweep(store, record, where)
         ran = time.time()
         print()  # the live progress table leaves the cursor at the end of its last line
         trials = read_trials(store, record.name)

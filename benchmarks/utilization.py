@@ -104,7 +104,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     use_plugin()
-    from sweeper.launch import quiet_environment
+    from sweeper.runtime import quiet_environment
 
     quiet_environment(verbose=False)
     trials = 6 if args.quick else 15
