@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweeps import fixed_work_spec, run_sweep_in_process, use_plugin
+from sweep_runs import fixed_work_spec, run_sweep_in_process, use_plugin
 
 HOOKS = ("suggest", "on_trial_complete")
 

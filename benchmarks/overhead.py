@@ -48,7 +48,7 @@ from typing import Any
 import optuna
 import record
 import torch
-from sweeps import fixed_work_spec, fresh_ray, handoff_gaps, run_sweep_in_process, use_plugin
+from sweep_runs import fixed_work_spec, fresh_ray, handoff_gaps, run_sweep_in_process, use_plugin
 
 STEPS = 10  # each trial's work is split over 10 steps, reported twice (steps 5 and 10)
 EVAL_EVERY = 5

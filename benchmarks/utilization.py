@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
-from sweeps import SweepRun, fixed_work_spec, handoff_gaps, run_sweep_in_process, use_plugin
+from sweep_runs import SweepRun, fixed_work_spec, handoff_gaps, run_sweep_in_process, use_plugin
 
 MODELS = ["gru", "lstm", "scornn"]
 STEP_SECONDS = 0.05

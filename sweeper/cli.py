@@ -9,8 +9,10 @@ import neither Ray nor torch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +23,23 @@ from rich.console import Console
 
 from sweeper.spec import SpecError, SweepSpec, load_spec, parse_duration
 from sweeper.status import SweepStatus
-from sweeper.store import DEFAULT_HOME, Store, StoreError, SweepRecord, default_storage_url, redact
+from sweeper.store import (
+    DEFAULT_HOME,
+    NoDatabase,
+    Store,
+    StoreError,
+    SweepRecord,
+    default_storage_url,
+    redact,
+)
 from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, ui_command
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
-console = Console()
+# Tables as wide as their content where the output is a file or a pipe, not a terminal's width
+console = Console(width=None if sys.stdout.isatty() else 10_000)
 
 
 class BadInput(click.ClickException):
@@ -94,9 +105,12 @@ results_option = click.option(
 verbose_option = click.option("--verbose", is_flag=True, help="Show Ray's own logs and Tune's trial table.")
 
 
-def _open_store(url: str | None) -> Store:
+def _open_store(url: str | None, sweep: str | None = None) -> Store:
+    """The study database of existing sweeps: never created by a command that only reads."""
     try:
-        return Store(url or default_storage_url())
+        return Store(url or default_storage_url(), create=False)
+    except NoDatabase as exc:
+        raise BadInput(f"{f'no sweep named {sweep!r}' if sweep else 'no sweeps'}: {exc}") from None
     except StoreError as exc:
         raise BadInput(str(exc)) from None
 
@@ -114,7 +128,8 @@ def _find_sweep(store: Store, name: str | None) -> SweepRecord:
             record = store.latest_sweep()
             if record is None:
                 raise StoreError(
-                    f"no sweeps in {redact(store.url)} yet; start one with `sweeper launch CONFIG`"
+                    f"no sweeps in {redact(store.url)} yet; start one with `sweeper launch CONFIG`, "
+                    "or point to another database with --storage or SWEEPER_STORAGE"
                 )
             return record
         return store.get_sweep(name)
@@ -175,6 +190,7 @@ def launch(
     from sweeper.launch import register, run_sweep, with_budget, without_gpus
     from sweeper.matching import resolve_matching
     from sweeper.plan import matching_text, plan_text
+    from sweeper.preflight import preflight
     from sweeper.runtime import MissingGPUs
 
     seconds = None
@@ -189,11 +205,12 @@ def launch(
             specs = [without_gpus(spec) for spec in specs]
         except ValidationError as exc:
             raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    places = []
+    places, problems = [], []
     for index, spec in enumerate(specs):
         url = storage or spec.storage or default_storage_url()
         uri = tracking_uri or spec.tracking_uri or default_tracking_uri()
         places.append(_where(url, uri, address, results, verbose))
+        found = [f"{configs[index]}: {p}" for p in preflight(spec, url, local=address is None)]
         try:
             specs[index], derived = resolve_matching(spec)
         except SpecError as exc:
@@ -204,36 +221,66 @@ def launch(
             click.echo(plan_text(specs[index], url, uri, address))
             if derived:
                 click.echo(matching_text(derived))
+            click.echo("  preflight: " + ("would stop here, see below" if found else "ok"))
+        problems += found
+    if problems:
+        raise BadInput("\n".join(problems))
     if dry_run:
         return
     worst = 0
-    for spec, where in zip(specs, places, strict=True):
+    for index, (spec, where) in enumerate(zip(specs, places, strict=True)):
         try:
             store, record = register(spec, where, profile, specs)
         except (StoreError, MissingGPUs) as exc:
             raise _refused(exc) from None
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
         click.echo(f"  MLflow UI: {ui_command(where.tracking_uri)}")
-        worst = max(worst, _print_end(store, run_sweep(store, record, where)))
+        with _resumable(record.name, last=index == len(specs) - 1):
+            worst = max(worst, _print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
 
 
+@contextlib.contextmanager
+def _resumable(sweep: str, last: bool = True) -> Iterator[None]:
+    """A second Ctrl-C aborts at once, wherever the driver is: say how to continue. After the
+    `last` sweep of the command, Ray is shut down deaf to Ctrl-C (see `stop_ray`)."""
+    from sweeper.runtime import stop_ray
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo(f"\nsweep {sweep}: aborted; continue with: sweeper resume {sweep}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if last:
+            stop_ray()
+
+
 def _print_end(store: Store, end: Any) -> int:
-    """How a sweep's run ended, its status table, and the exit code that goes with it."""
-    from sweeper.report import study_summaries
+    """How a sweep's run ended: its studies best first, the verdict and the next commands, and
+    the exit code that goes with it (a sweep whose every trial failed is a failure)."""
+    from sweeper.report import recorded_baseline, sorted_best_first, study_summaries
     from sweeper.store import DATABASE_ERRORS
     from sweeper.tables import status_table
+    from sweeper.verdict import all_failed, verdict
 
+    click.echo("")
     click.echo(f"sweep {end.sweep}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    failed = end.status == SweepStatus.FAILED
     try:
         record = store.get_sweep(end.sweep)
-        console.print(status_table(record, study_summaries(store, record)))
+        summaries = study_summaries(store, record)
+        ranked = sorted_best_first(summaries, record.spec.resolved_objective().mode)
+        console.print(status_table(record, ranked))
+        for line in verdict(record, summaries, recorded_baseline(store, record)):
+            click.echo(line)
+        failed = failed or all_failed(summaries)
     except DATABASE_ERRORS:
         click.echo(f"  (no status: the study database {redact(store.url)} is unreachable)")
     if end.status == SweepStatus.INTERRUPTED:
         click.echo(f"  continue with: sweeper resume {end.sweep}")
         return EXIT_INTERRUPTED
-    return EXIT_FAILED if end.status == SweepStatus.FAILED else 0
+    return EXIT_FAILED if failed else 0
 
 
 @main.command()
@@ -245,20 +292,27 @@ def _print_end(store: Store, end: Any) -> int:
 def resume(sweep: str, address: str | None, storage: str | None, results: str | None, verbose: bool) -> None:
     """Continue SWEEP toward its budgets; finished trials are kept, unfinished ones rerun."""
     from sweeper.launch import resume as resume_sweep
+    from sweeper.report import study_summaries
     from sweeper.runtime import MissingGPUs
+    from sweeper.tables import status_table
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
+    if record.status == SweepStatus.FINISHED:  # its budgets are met: nothing to start Ray for
+        click.echo(f"sweep {record.name} is finished: its budgets are met, nothing is left to run")
+        console.print(status_table(record, study_summaries(store, record)))
+        return
     where = _where(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
-    try:
-        fixed, end = resume_sweep(store, record, where)
-    except (StoreError, MissingGPUs) as exc:
-        raise _refused(exc) from None
-    if fixed:
-        click.echo(
-            f"sweep {record.name}: {fixed} trial(s) left running by a stopped driver marked interrupted"
-        )
-    sys.exit(_print_end(store, end))
+    with _resumable(record.name):
+        try:
+            fixed, end = resume_sweep(store, record, where)
+        except (StoreError, MissingGPUs) as exc:
+            raise _refused(exc) from None
+        if fixed:
+            click.echo(
+                f"sweep {record.name}: {fixed} trial(s) left running by a stopped driver marked interrupted"
+            )
+        sys.exit(_print_end(store, end))
 
 
 @main.command()
@@ -269,7 +323,7 @@ def status(sweep: str | None, storage: str | None) -> None:
     from sweeper.report import study_summaries
     from sweeper.tables import status_table
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     console.print(status_table(record, study_summaries(store, record)))
 
@@ -284,7 +338,7 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
     from sweeper.report import importances, render_json, render_markdown, sorted_best_first, study_summaries
     from sweeper.tables import importance_table, summary_tables
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     objective = record.spec.resolved_objective()
     summaries = sorted_best_first(study_summaries(store, record), objective.mode)
@@ -309,7 +363,7 @@ def export(sweep: str, storage: str | None, out: Path, fmt: str) -> None:
     """Write SWEEP's trials, intermediate values and resolved spec to files."""
     from sweeper.export import export_sweep
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     for path in export_sweep(store, _find_sweep(store, sweep), out, fmt):
         click.echo(str(path))
 
@@ -328,7 +382,7 @@ def ui(sweep: str | None, storage: str | None, host: str, port: int, dashboard_p
     """Serve the MLflow UI on SWEEP's tracking store (and optuna-dashboard on its studies, if installed)."""
     from sweeper.servers import serve_until_stopped, ui_servers
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     lines, commands = ui_servers(store, _find_sweep(store, sweep), host, port, dashboard_port)
     for line in lines:
         click.echo(line)
@@ -363,7 +417,7 @@ def confirm(
     from sweeper.runtime import MissingGPUs
     from sweeper.tables import confirmation_table
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     if not select_studies(record, task, model):
         known = ", ".join(f"{s.task}/{s.model}" for s in record.studies)
@@ -406,7 +460,7 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
     from sweeper.tables import comparison_table
     from sweeper.tracking import open_tracker
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     spec = record.spec
     rows = compare(store, record)
@@ -442,7 +496,7 @@ def sync_mlflow_command(sweep: str, storage: str | None, tracking_uri: str | Non
     from sweeper.sync import SyncError, sync_mlflow
     from sweeper.tracking import Tracker
 
-    store = _open_store(storage)
+    store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     uri = tracking_uri or resolve_tracking_uri(record.tracking_uri or default_tracking_uri())
     try:
@@ -539,7 +593,8 @@ def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
 def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device: str) -> None:
     """Run one training run in this process, without Ray, printing metrics as it goes."""
-    from trainables.train import TrialConfig, config_from_settings
+    from trainables.data import DataError
+    from trainables.train import TrialConfig, TrialDiverged, TrialOutOfMemory, config_from_settings
     from trainables.train import train as run_training
 
     try:
@@ -554,7 +609,15 @@ def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device
         shown = "  ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={v:.5g}" for k, v in metrics.items())
         click.echo(f"step {step:>7}  {shown}")
 
-    run_training(config, report)
+    def early(step: int, loss: float, seconds: float) -> None:
+        click.echo(f"step {step:>7}  train_loss={loss:.5g}  wall_time={seconds:.3g}")
+
+    try:
+        run_training(config, report, progress=early)
+    except (TrialDiverged, TrialOutOfMemory) as exc:
+        raise Failed(f"the run stopped: {exc}") from None
+    except DataError as exc:  # the task's files are not here: what to fetch, and from where
+        raise BadInput(str(exc)) from None
 
 
 if __name__ == "__main__":

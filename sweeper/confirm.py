@@ -22,7 +22,7 @@ from sqlalchemy import select
 
 from sweeper.confirmations import confirmed, test_metric
 from sweeper.launch import STORED_SPEC_GPUS, Where, connect
-from sweeper.progress import progress_table
+from sweeper.progress import ProgressDisplay
 from sweeper.runtime import RunEnd, drive, results_dir, start_ray
 from sweeper.search import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.spec import SweepSpec, trial_config
@@ -243,10 +243,9 @@ def run_confirmation(
     start_ray(where.address, where.verbose, local_cpus([spec]))
     started = time.monotonic()
 
-    def render() -> Any:
-        return progress_table(
-            searcher.snapshot(), time.monotonic() - started, None, f"{record.name} confirmation"
-        )
+    display = ProgressDisplay(
+        f"{record.name} confirmation", searcher.snapshot, lambda: time.monotonic() - started
+    )
 
     status, message = drive(
         searcher,
@@ -256,7 +255,7 @@ def run_confirmation(
         runs_dir=results_dir(where.results, where.home),
         verbose=where.verbose,
         deadline=None,
-        render=render,
+        display=display,
     )
     if tracker is not None:
         _summarize_confirmations(tracker, store, record)

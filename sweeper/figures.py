@@ -11,21 +11,13 @@ import numpy as np
 import optuna
 from matplotlib.figure import Figure
 
+from sweeper.report import recorded_baseline
 from sweeper.status import ConfirmationStatus
 from sweeper.store import ConfirmationRecord, Store, SweepRecord
-from sweeper.trial_record import BASELINE_METRIC, MLFLOW_RUN_ATTR, best_trial, final_metrics
+from sweeper.trial_record import MLFLOW_RUN_ATTR, best_trial, final_metrics
 
 log = logging.getLogger(__name__)
 DIAGNOSTICS = ("ortho_error", "neumann_condition")
-
-
-def task_baseline(store: Store, record: SweepRecord) -> float | None:
-    """The task's memoryless baseline (copying, denoise, adding) as the trials reported it, or None."""
-    for study_record in record.studies:
-        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
-        if best is not None and BASELINE_METRIC in final_metrics(best):
-            return float(final_metrics(best)[BASELINE_METRIC])
-    return None
 
 
 def _history(client: Any, run_id: str | None, metric: str) -> tuple[list[int], list[float]]:
@@ -71,7 +63,7 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
             [best.intermediate_values[s] for s in steps],
             label=f"{study_record.model} (trial #{best.number})",
         )
-    baseline = task_baseline(store, record)
+    baseline = recorded_baseline(store, record)
     if baseline is not None:
         ax.axhline(baseline, color="grey", linestyle="--", label="memoryless baseline")
     ax.set_xlabel("iteration")
@@ -118,11 +110,18 @@ def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
         complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
             continue
-        figures[f"history-{study_record.model}"] = plots.plot_optimization_history(study).figure
+        model = study_record.model
+        history = plots.plot_optimization_history(study)
+        history.set_title(f"{model}: optimization history ({record.name})")
+        figures[f"history-{model}"] = history.figure
         if len(complete) >= 2 and any(t.params for t in complete):
-            figures[f"importances-{study_record.model}"] = plots.plot_param_importances(study).figure
+            importance = plots.plot_param_importances(study)
+            importance.set_title(f"{model}: hyperparameter importances ({record.name})")
+            figures[f"importances-{model}"] = importance.figure
             axes = plots.plot_slice(study)
-            figures[f"slice-{study_record.model}"] = np.ravel(axes)[0].figure
+            slices = np.ravel(axes)[0].figure
+            slices.suptitle(f"{model}: objective by hyperparameter ({record.name})")
+            figures[f"slice-{model}"] = slices
     return figures
 
 

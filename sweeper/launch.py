@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ import optuna
 from sqlalchemy.engine import make_url
 
 from sweeper.policy import make_pruner, make_sampler, make_scheduler, reconcile, study_budget
-from sweeper.progress import progress_table
+from sweeper.preflight import NO_GPUS_OVERRIDE
+from sweeper.progress import ProgressDisplay
 from sweeper.runtime import (
     RunEnd,
     connect_ray,
@@ -41,13 +43,12 @@ from sweeper.store import (
     redact,
 )
 from sweeper.tracking import Tracker, open_tracker, resolve_tracking_uri
-from sweeper.trial_record import best_trial
+from sweeper.trial_record import best_trial, parameter_count
 from sweeper.urls import scrub
 from sweeper.workers import local_cpus
 
 log = logging.getLogger(__name__)
 
-NO_GPUS_OVERRIDE = "add --no-gpus to train on the CPU"
 STORED_SPEC_GPUS = "a sweep's stored spec does not change; run it where Ray has GPUs"
 
 
@@ -146,12 +147,17 @@ def create_sweep(
     record.mlflow_experiment_id = experiment_id
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)
-        optuna.create_study(
+        study = optuna.create_study(
             study_name=sname,
             storage=store.optuna,
             direction="minimize" if objective.mode == "min" else "maximize",
             load_if_exists=True,
         )
+        with (
+            warnings.catch_warnings()
+        ):  # experimental in Optuna, and what names the objective in its dashboard
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([objective.metric])
         parent = None
         if tracker is not None and experiment_id is not None:
             parent = tracker.call(
@@ -206,11 +212,12 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
         record.id, status=SweepStatus.RUNNING, started_at=record.started_at or now(), message=None
     )
 
-    def render() -> Any:
-        return progress_table(
-            searcher.snapshot(), record.elapsed_s + time.monotonic() - started, spec.budget.time, record.name
-        )
-
+    display = ProgressDisplay(
+        record.name,
+        searcher.snapshot,
+        lambda: record.elapsed_s + time.monotonic() - started,
+        spec.budget.time,
+    )
     status, message = drive(
         searcher,
         spec,
@@ -219,7 +226,7 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
         runs_dir=results_dir(where.results, where.home),
         verbose=where.verbose,
         deadline=deadline,
-        render=render,
+        display=display,
     )
     try:
         store.update_sweep(
@@ -265,6 +272,10 @@ def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:
             continue
         best = best_trial(plan.study)
         tracker.summarize_parent(
-            plan.parent_run_id, best.value if best else None, best.params if best else {}
+            plan.parent_run_id,
+            best.value if best else None,
+            best.params if best else {},
+            parameter_count(best) if best else None,
         )
-        tracker.end_parent(plan.parent_run_id)
+        ended = [t.datetime_complete for t in plan.study.get_trials(deepcopy=False) if t.datetime_complete]
+        tracker.end_parent(plan.parent_run_id, end_time=int(max(ended).timestamp() * 1000) if ended else None)

@@ -12,10 +12,12 @@ from optuna.trial import TrialState
 
 from sweeper.store import Store, SweepRecord
 from sweeper.trial_record import (
+    BASELINE_METRIC,
     FAIL_REASON_ATTR,
     INTERRUPTED_ATTR,
     best_trial,
     counts_toward_budget,
+    final_metrics,
     parameter_count,
     steps_trained,
 )
@@ -33,6 +35,7 @@ class StudySummary:
     best_trial: int | None = None
     parameters: int | None = None
     last_failure: str | None = None
+    common_failure: tuple[str, int] | None = None  # the most common failure reason, and how often
     steps: int = 0  # training steps of the trials that count toward the budget
     seconds: float = 0.0  # and their training time
 
@@ -55,6 +58,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             interrupted=sum(INTERRUPTED_ATTR in t.user_attrs for t in trials),
             best_value=None,
             last_failure=failures[-1] if failures else None,
+            common_failure=Counter(failures).most_common(1)[0] if failures else None,
             steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
         )
@@ -66,6 +70,15 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             summary.parameters = parameter_count(best)
         summaries.append(summary)
     return summaries
+
+
+def recorded_baseline(store: Store, record: SweepRecord) -> float | None:
+    """The task's memoryless baseline (copying, denoise, adding) as the trials reported it, or None."""
+    for study_record in record.studies:
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is not None and BASELINE_METRIC in final_metrics(best):
+            return float(final_metrics(best)[BASELINE_METRIC])
+    return None
 
 
 def importances(store: Store, record: SweepRecord) -> dict[str, dict[str, float] | str]:

@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,8 @@ from ray.tune import Stopper
 from sqlalchemy.engine import make_url
 
 from sweeper.checkpoints import CheckpointPruner
-from sweeper.progress import ProgressCallback, make_live
+from sweeper.preflight import gpu_problems
+from sweeper.progress import ProgressCallback, ProgressDisplay
 from sweeper.search import driver_only_state
 from sweeper.spec import SweepSpec
 from sweeper.status import SweepStatus
@@ -83,6 +84,20 @@ def start_ray(address: str | None, verbose: bool, cpus: int | None = None) -> No
         ray.init(address=address, **kwargs)
 
 
+def stop_ray() -> None:
+    """Shut Ray down before the command exits, deaf to Ctrl-C meanwhile: a second Ctrl-C meant to
+    hurry the exit would otherwise break Ray's own shutdown at exit, with a traceback."""
+    import ray
+
+    if not ray.is_initialized():
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ray.shutdown()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def connect_ray(
     address: str | None, storage_url: str, verbose: bool = False, cpus: int | None = None
 ) -> None:
@@ -110,20 +125,9 @@ def refuse_missing_gpus(specs: list[SweepSpec], override: str) -> None:
     """
     import ray
 
-    if ray.cluster_resources().get("GPU", 0) > 0:
-        return
-    asking: dict[float, list[str]] = {}
-    for spec in specs:
-        for model in spec.models:
-            gpus = spec.resources.for_model(model)["gpu"]
-            if gpus > 0:
-                asking.setdefault(gpus, []).append(model)
-    if asking:
-        shares = "; ".join(f"{g:g} for {', '.join(models)}" for g, models in sorted(asking.items()))
-        raise MissingGPUs(
-            f"resources: the trials ask for GPUs ({shares}) and this machine's Ray has none; "
-            f"{override}, or join a cluster with GPU workers (--address)"
-        )
+    problems = gpu_problems(specs, ray.cluster_resources().get("GPU", 0), override)
+    if problems:
+        raise MissingGPUs(problems[0])
 
 
 def results_dir(results: str | None, home: Path) -> str:
@@ -200,7 +204,7 @@ def drive(
     runs_dir: str,
     verbose: bool,
     deadline: float | None,
-    render: Callable[[], Any],
+    display: ProgressDisplay,
 ) -> tuple[SweepStatus, str | None]:
     """Run `searcher` (which hands out configs and records outcomes) through one Tune run to its
     end; return the status and why, where it did not simply finish.
@@ -215,7 +219,6 @@ def drive(
     from ray.tune import FailureConfig
 
     quiet_environment(verbose)
-    live = make_live()
     status, message = SweepStatus.FINISHED, None
     try:
         tuner = tune.Tuner(
@@ -232,14 +235,12 @@ def drive(
                 storage_path=runs_dir,
                 verbose=2 if verbose else 0,
                 stop=_BudgetStopper(searcher, deadline),
-                callbacks=[ProgressCallback(live, render), CheckpointPruner()],
+                callbacks=[ProgressCallback(display), CheckpointPruner()],
                 failure_config=FailureConfig(max_failures=spec.budget.retries),
             ),
         )
-        with _stop_on_signals(searcher), live, patched_tune():
-            live.update(render(), refresh=True)
+        with _stop_on_signals(searcher), display, patched_tune():
             tuner.fit()
-            live.update(render(), refresh=True)
     except KeyboardInterrupt:
         searcher.stop_reason = searcher.stop_reason or f"{INTERRUPTED} by SIGINT"
     except Exception as exc:

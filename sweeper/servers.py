@@ -4,15 +4,15 @@ run until Ctrl-C and then stopped with every process they started."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from typing import Any
 
 from sweeper.store import Store, SweepRecord
-from sweeper.tracking import default_tracking_uri, resolve_tracking_uri
+from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, runs_page
 
 
 def ui_servers(
@@ -21,17 +21,16 @@ def ui_servers(
     """What to tell the user (one line per server) and the server commands to run."""
     uri = resolve_tracking_uri(record.tracking_uri or default_tracking_uri())
     lines, commands = [], []
-    suffix = f"/#/experiments/{record.mlflow_experiment_id}" if record.mlflow_experiment_id else ""
     if uri.startswith(("http://", "https://")):
-        lines.append(f"MLflow UI: {uri.rstrip('/')}{suffix}")
+        lines.append(f"MLflow UI: {runs_page(uri, record.mlflow_experiment_id)}")
     else:
         command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
         commands.append([*command, "--host", host, "--port", str(port)])
-        lines.append(f"MLflow UI: http://{host}:{port}{suffix}")
-    dashboard = shutil.which("optuna-dashboard")
-    if dashboard:
-        commands.append([dashboard, store.url, "--host", host, "--port", str(dashboard_port)])
-        lines.append(f"Optuna dashboard: http://{host}:{dashboard_port}")
+        lines.append(f"MLflow UI: {runs_page(f'http://{host}:{port}', record.mlflow_experiment_id)}")
+    if importlib.util.find_spec("optuna_dashboard") is not None:
+        serve = [sys.executable, "-m", "sweeper.dashboard", store.url, record.name]
+        commands.append([*serve, "--host", host, "--port", str(dashboard_port)])
+        lines.append(f"Optuna dashboard: http://{host}:{dashboard_port} ({record.name}'s studies, read-only)")
     else:
         lines.append("Optuna dashboard: not installed (pip install optuna-dashboard)")
     return lines, commands

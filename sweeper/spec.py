@@ -627,6 +627,7 @@ def parse_spec(
         raise SpecError([f"{source}:1: a sweep spec must be a mapping of keys (name, task, models, ...)"])
     base_lines = _line_index(node) if node is not None else {}
     profile_lines: dict[Loc, int] = {}
+    missing_sections: set[str] = set()
     if profile is not None:
         profiles = raw.get("profiles") or {}
         if not isinstance(profiles, dict) or profile not in profiles:
@@ -642,6 +643,7 @@ def parse_spec(
             raise SpecError([f"{source}: profiles.{profile}: a profile cannot define profiles"])
         prefix: Loc = ("profiles", profile)
         profile_lines = {k[2:]: v for k, v in base_lines.items() if k[:2] == prefix and len(k) > 2}
+        missing_sections = {key for key in override if key not in raw}
         raw = _deep_merge(raw, override)
     try:
         return SweepSpec.model_validate(raw, context={"trusted": trusted})
@@ -651,6 +653,12 @@ def parse_spec(
         located = exc.errors
     messages = []
     for loc, msg in located:
+        if profile and msg == "Field required" and loc and loc[0] in missing_sections:
+            # the profile only adds to a section the spec itself lacks: the spec is what to fix
+            messages.append(
+                f"{source}:1: {loc[0]}: the spec has no {loc[0]}: section (profile {profile} only adds to it)"
+            )
+            continue
         line = _line_for(loc, profile_lines, base_lines)
         where = f"{source}:{line}" if line else source
         via = f" (profile {profile})" if profile and _line_for(loc, profile_lines) else ""
@@ -680,28 +688,35 @@ _UNION_TAGS = {"IntRange", "FloatRange", "Choice", "Grid", "Fraction", "Match", 
 
 
 def _dedupe_union_errors(located: list[tuple[Loc, str]]) -> list[tuple[Loc, str]]:
-    """A bad search value fails every member of the union; report it once, plainly."""
-    by_loc: dict[Loc, list[str]] = {}
-    for loc, msg in located:
-        by_loc.setdefault(loc, []).append(msg)
+    """A bad search value fails every member of the union: report it once, plainly, with the
+    reason of the member its keys chose (`{float: [1.0, 0.1]}` is a reversed range, not a
+    choice without `choice:`)."""
+    by_param: dict[Loc, list[tuple[Loc, str]]] = {}
     result = []
-    for loc, msgs in by_loc.items():
-        if len(msgs) > 2 and loc and loc[0] in ("params", "per_model"):
-            specific = [
-                m
-                for m in msgs
-                if m not in ("unknown key", "Field required") and not m.startswith("Input should")
-            ]
+    for loc, msg in located:
+        width = 2 if loc and loc[0] == "params" else 3 if loc and loc[0] == "per_model" else 0
+        if width and len(loc) >= width:
+            by_param.setdefault(loc[:width], []).append((loc, msg))
+        else:
+            result.append((loc, msg))
+    for param, errors in by_param.items():
+        messages = list(dict.fromkeys(msg for _, msg in errors))
+        specific = [
+            m
+            for m in messages
+            if m not in ("unknown key", "Field required") and not m.startswith("Input should")
+        ]
+        if len(errors) > 2 or specific:
             result.append(
                 (
-                    loc,
+                    param,
                     specific[0]
                     if specific
                     else "expected a value or {int|float: [low, high]} or {choice: [...]}",
                 )
             )
         else:
-            result.extend((loc, m) for m in dict.fromkeys(msgs))
+            result.extend(errors)
     return result
 
 

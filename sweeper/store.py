@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, create_engine, event, func, select
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, create_engine, event, func, inspect, select
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
@@ -24,6 +24,7 @@ from sweeper.status import ConfirmationStatus
 from sweeper.urls import redact
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+ELSEWHERE = "point to the database of your sweeps with --storage or SWEEPER_STORAGE"
 # what a lost or refusing database raises, through SQLAlchemy or through Optuna's storage
 DATABASE_ERRORS = (SQLAlchemyError, optuna.exceptions.StorageInternalError)
 DEFAULT_HOME = Path("sweeps")
@@ -33,11 +34,15 @@ class StoreError(Exception):
     """The database cannot be used: bad URL, unreachable server, unknown sweep."""
 
 
+class NoDatabase(StoreError):
+    """A command that only reads found no study database where it looked."""
+
+
 def default_storage_url(home: Path = DEFAULT_HOME) -> str:
     return f"sqlite:///{(home / 'sweeper.db').resolve()}"
 
 
-def _engine_kwargs(url: str) -> dict[str, Any]:
+def engine_kwargs(url: str) -> dict[str, Any]:
     dialect = make_url(url).get_backend_name()
     if dialect == "postgresql":
         # Optuna only adds pre-ping for MySQL; long sweeps outlive idle server connections
@@ -161,18 +166,26 @@ class ConfirmationRecord(Base):
 class Store:
     """The database of one storage URL: registry sessions and Optuna storages on one engine."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
+        """`create=False` (the commands that only read) refuses, naming where it looked, a
+        database that does not exist yet instead of creating an empty one there."""
         check_url(url)
         self.url = url
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(parsed.database)
+            if not create and not path.is_file():
+                raise NoDatabase(f"no study database at {path.resolve()}; {ELSEWHERE}")
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(url, **_engine_kwargs(url))
+            self.engine: Engine = create_engine(url, **engine_kwargs(url))
             _tune_sqlite(self.engine)
             with self.engine.connect():
                 pass
-            Base.metadata.create_all(self.engine)
+            if create:
+                Base.metadata.create_all(self.engine)
+            elif not inspect(self.engine).has_table(SweepRecord.__tablename__):
+                raise NoDatabase(f"{redact(url)} holds no sweeper tables; {ELSEWHERE}")
         except (SQLAlchemyError, NoSuchModuleError) as exc:
             reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
             raise StoreError(f"cannot use storage {redact(url)}: {reason}") from None
@@ -193,7 +206,7 @@ class Store:
     def optuna(self) -> optuna.storages.RDBStorage:
         """Optuna's storage on the same database (created once per Store)."""
         if self._optuna is None:
-            self._optuna = optuna.storages.RDBStorage(self.url, engine_kwargs=_engine_kwargs(self.url))
+            self._optuna = optuna.storages.RDBStorage(self.url, engine_kwargs=engine_kwargs(self.url))
             _tune_sqlite(self._optuna.engine)
         return self._optuna
 

@@ -24,6 +24,7 @@ from sweeper.trial_record import (
     SEED_ATTR,
     best_trial,
     final_metrics,
+    parameter_count,
     run_params,
 )
 from sweeper.urls import redact
@@ -83,7 +84,10 @@ def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCoun
                 _sync_trial(tracker, spec, study_record, experiment_id, trial, children.get(key), counts)
             best = best_trial(study)
             tracker.summarize_parent(
-                study_record.mlflow_parent_run_id, best.value if best else None, best.params if best else {}
+                study_record.mlflow_parent_run_id,
+                best.value if best else None,
+                best.params if best else {},
+                parameter_count(best) if best else None,
             )
     if tracker.missed:
         raise SyncError(

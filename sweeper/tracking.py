@@ -20,6 +20,8 @@ from sweeper.urls import redact, scrub
 log = logging.getLogger(__name__)
 
 PARENT_TAG = "mlflow.parentRunId"
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+TRAINING_KIND = "custom_model_development"  # MLflow 3's kind for model training experiments
 RUN_NAME_TAG = "mlflow.runName"
 
 
@@ -29,6 +31,11 @@ def default_tracking_uri(home: Path = DEFAULT_HOME) -> str:
 
 def ui_command(tracking_uri: str) -> str:
     return f"mlflow ui --backend-store-uri {redact(tracking_uri)}"
+
+
+def runs_page(base_url: str, experiment_id: str | None) -> str:
+    """The MLflow UI page of a sweep's runs (the experiment's run table)."""
+    return f"{base_url.rstrip('/')}/#/experiments/{experiment_id}/runs" if experiment_id else base_url
 
 
 def resolve_tracking_uri(stored: str) -> str:
@@ -82,13 +89,18 @@ class Tracker:
             return None
 
     def experiment(self, name: str, description: str, artifact_root: Path | None = None) -> str:
-        """The sweep's experiment id, created on first use."""
+        """The sweep's experiment id, created on first use, marked as model training so that
+        MLflow 3 opens it on its runs (not on the GenAI overview)."""
         existing = self.client.get_experiment_by_name(name)
         if existing is not None:
+            if existing.tags.get(EXPERIMENT_KIND_TAG) != TRAINING_KIND:
+                self.client.set_experiment_tag(existing.experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
             return existing.experiment_id
         location = artifact_root.resolve().as_uri() if artifact_root is not None else None
         return self.client.create_experiment(
-            name, artifact_location=location, tags={"mlflow.note.content": description}
+            name,
+            artifact_location=location,
+            tags={"mlflow.note.content": description, EXPERIMENT_KIND_TAG: TRAINING_KIND},
         )
 
     def parent_run(self, experiment_id: str, study_name: str, task: str, model: str) -> str:
@@ -158,9 +170,19 @@ class Tracker:
         for key, value in metrics.items():
             self.call("log_metric", self.client.log_metric, run_id, key, value)
 
-    def summarize_parent(self, run_id: str, best_value: float | None, best_params: Mapping[str, Any]) -> None:
+    def summarize_parent(
+        self,
+        run_id: str,
+        best_value: float | None,
+        best_params: Mapping[str, Any],
+        parameters: int | None = None,
+    ) -> None:
+        """The study's answer on its parent run: the best objective and the best trial's network
+        size as metrics (columns the run table can sort), its hyperparameters as tags."""
         if best_value is not None:
             self.call("log_metric", self.client.log_metric, run_id, "best_objective", best_value)
+        if parameters is not None:
+            self.call("log_metric", self.client.log_metric, run_id, "parameters", float(parameters))
         for key, value in best_params.items():
             self.call("set_tag", self.client.set_tag, run_id, f"best.{key}", _param_str(value))
 
@@ -191,8 +213,9 @@ class Tracker:
         self.call("set_terminated", self.client.set_terminated, run_id, "FINISHED")
         return run_id
 
-    def end_parent(self, run_id: str, status: str = "FINISHED") -> None:
-        self.call("set_terminated", self.client.set_terminated, run_id, status)
+    def end_parent(self, run_id: str, status: str = "FINISHED", end_time: int | None = None) -> None:
+        """`end_time` (ms): when the study's last trial ended, so the run's duration is the study's."""
+        self.call("set_terminated", self.client.set_terminated, run_id, status, end_time)
 
 
 class RunRef:

@@ -102,6 +102,9 @@ def missing_message(task: str, data_dir: Path, missing: Iterable[str]) -> str:
             f"Download them with: sweeper data fetch {task} --data-dir {data_dir}  "
             f"({source.description}; from {' or '.join(source.urls)})"
         )
+        lines.append(
+            f"Without network access here, download that elsewhere and copy the files into {data_dir}."
+        )
     else:
         lines.append("This data set is licensed and never downloaded: copy your own copy there.")
     return "\n".join(lines)
@@ -243,5 +246,12 @@ def fetch(task_name: str, data_dir: str | Path) -> Path:
         raise DataError(f"task {task_name!r} has nothing to download (downloadable: {downloadable})")
     data_dir = check_directory(Path(data_dir), task_name)
     data_dir.mkdir(parents=True, exist_ok=True)
-    FETCHERS[task_name](data_dir)
+    try:
+        FETCHERS[task_name](data_dir)
+    except DataError as exc:
+        source = SOURCES[task_name]
+        raise DataError(
+            f"{exc}\nWithout network access here, download {' or '.join(source.urls)} elsewhere "
+            f"({source.description}) and copy the files into {data_dir}."
+        ) from None
     return data_dir

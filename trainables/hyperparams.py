@@ -103,9 +103,9 @@ TRAINING_HYPERPARAMS: tuple[Hyperparam, ...] = (
     Hyperparam(
         "optimizer",
         "categorical",
-        "rmsprop",
+        "adam",
         choices=tuple(OPTIMIZERS),
-        help="optimizer; rmsprop_tf reproduces TensorFlow 1's RMSProp (decay 0.9, eps 1e-10, accumulator 1)",
+        help="optimizer (Adam, as NC-GRU; rmsprop_tf reproduces TensorFlow 1's RMSProp of the GORU code)",
     ),
     Hyperparam("batch_size", "int", 128, low=1, high=65536, log=True, help="sequences per batch"),
     Hyperparam("grad_clip", "float", 0.0, low=0.0, high=1e6, help="gradient norm clip (0: none)"),

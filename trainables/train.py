@@ -206,8 +206,15 @@ def build(trial: TrialConfig, device: torch.device) -> tuple[Task, nn.Module, li
     return task, network, recurrent_models(network)
 
 
+EARLY_STEPS = (1, 2, 5, 10, 20, 50)  # `progress` hears of these, before the first report
+Progress = Callable[[int, float, float], None]  # (step, mean training loss so far, seconds)
+
+
 def train(
-    config: Mapping[str, Any], report: Report, checkpointing: Checkpointing | None = None
+    config: Mapping[str, Any],
+    report: Report,
+    checkpointing: Checkpointing | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, float]:
     """Train one model on one task and report validation metrics every `eval_every` steps.
 
@@ -215,6 +222,9 @@ def train(
     With `checkpointing`, the whole state (network with any maintained inverses, optimizers, the
     task's stream, random generators) is saved every `checkpoint_every` reports and restored at
     start; a restored trial reports `restored_from_step`.
+
+    `progress`, for a person watching one run, hears the training loss at the `EARLY_STEPS`
+    before the first report (reading it there costs a GPU a wait on those few steps only).
 
     Returns the last reported metrics. Raises `TrialDiverged` on a non-finite loss, so the caller
     records a failure with its reason instead of a meaningless value.
@@ -258,7 +268,8 @@ def train(
         norm_sum += grad_norm
         window_steps += 1
         reporting = step % hp["eval_every"] == 0 or step == hp["iterations"]
-        if read_every_step or reporting:
+        early = progress is not None and step in EARLY_STEPS and step < hp["eval_every"]
+        if read_every_step or reporting or early:
             loss_total, norm_total = (float(v) for v in torch.stack([loss_sum, norm_sum]).cpu())
             if not (math.isfinite(loss_total) and math.isfinite(norm_total)):
                 raise TrialDiverged(
@@ -266,6 +277,8 @@ def train(
                     if read_every_step
                     else f"the loss or the gradient norm became non-finite between steps {window_start} and {step}"
                 )
+        if early:
+            progress(step, loss_total / window_steps, time.perf_counter() - started)
         for optimizer in optimizers:
             optimizer.step()
         for rnn in rnns:

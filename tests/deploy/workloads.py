@@ -17,7 +17,7 @@ from tests.deploy.kustomize_render import render
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 OVERLAYS = ("dev", "prod")
-CRD_DIR = REPO.parent / "shared" / "kuberay-crds-v1.7.0"
+CRD_DIR = Path(__file__).parent / "kuberay-crds-v1.7.0"  # vendored, with its licence
 
 Resource = dict[str, Any]
 

@@ -132,7 +132,9 @@ def test_train_runs_one_model_without_ray(runner):
         "batch_size=8",
     )
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if line.startswith("step")]
+    steps = [line for line in result.output.splitlines() if line.startswith("step")]
+    assert steps[0].split()[:2] == ["step", "1"] and "train_loss=" in steps[0]  # progress from the first step
+    lines = [line for line in steps if "valid_loss=" in line]
     assert len(lines) == 2 and "valid_loss=" in lines[0] and "valid_accuracy=" in lines[1]
 
 
@@ -272,3 +274,81 @@ def test_clicks_own_usage_errors_are_one_line_exit_2(runner, args, expected):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0]
     assert f"(see `sweeper {args[0]} --help`)" in lines[0]
+
+
+def test_read_only_commands_never_create_a_database_and_say_where_they_looked(runner, tmp_path):
+    for args in (["status"], ["list"], ["summarize", "x"], ["resume", "x"]):
+        result = invoke(runner, *args)
+        assert result.exit_code == 2, args
+        assert str(tmp_path / "sweeps" / "sweeper.db") in result.output
+        assert "--storage or SWEEPER_STORAGE" in result.output
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_resuming_a_finished_sweep_says_so_without_starting_ray(runner, tmp_path, monkeypatch):
+    import sweeper.launch
+
+    monkeypatch.setattr(
+        sweeper.launch, "connect", lambda *a: (_ for _ in ()).throw(AssertionError("Ray started"))
+    )
+    from sweeper.launch import create_sweep
+    from sweeper.spec import parse_spec
+    from sweeper.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}")
+    spec = parse_spec(yaml.safe_dump(tiny_spec()), "t.yaml")
+    record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'm.db'}", None, None, home=tmp_path)
+    store.update_sweep(record.id, status="finished")
+    result = invoke(runner, "resume", record.name)
+    assert result.exit_code == 0, result.output
+    assert f"sweep {record.name} is finished" in result.output
+
+
+@pytest.mark.parametrize(
+    ("mutate", "profile", "expected"),
+    [
+        (
+            lambda s: s["params"].update(lr={"float": [1.0, 0.1]}),
+            None,
+            "params.lr: low 1.0 is above high 0.1",
+        ),
+        (
+            lambda s: (s.pop("task"), s.update(profiles={"smoke": {"task": {"settings": {"T": 5}}}})),
+            "smoke",
+            "task: the spec has no task: section (profile smoke only adds to it)",
+        ),
+    ],
+)
+def test_a_bad_spec_is_one_line_naming_what_to_fix(runner, tmp_path, mutate, profile, expected):
+    raw = tiny_spec()
+    mutate(raw)
+    args = ["launch", str(write_spec(tmp_path, raw)), *(["--profile", profile] if profile else [])]
+    result = invoke(runner, *args)
+    assert result.exit_code == 2
+    problems = result.output.strip().splitlines()[1:]
+    assert len(problems) == 1 and expected in problems[0]
+
+
+def test_fetching_without_network_says_how_to_place_the_files_by_hand(runner, tmp_path, monkeypatch):
+    from trainables import data
+
+    def offline(url, dest):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(data, "download", offline)
+    result = invoke(runner, "data", "fetch", "ptb_char", "--data-dir", str(tmp_path / "ptb"))
+    assert result.exit_code == 2
+    assert "Name or service not known" in result.output
+    assert "Without network access here, download https://" in result.output
+    assert f"copy the files into {tmp_path / 'ptb'}" in result.output
+
+
+def test_a_diverging_run_is_one_line_and_a_failure(runner):
+    settings = ["hidden_size=100", "lr=0.01", "optimizer=rmsprop", "iterations=20"]
+    result = runner.invoke(
+        main, ["train", "--task", "denoise", "--model", "gru", *(a for s in settings for a in ("--set", s))]
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the run stopped: loss" in errors[0] and "gradient norm inf" in errors[0]
+    assert "Traceback" not in result.output

@@ -12,8 +12,9 @@ import yaml
 from optuna.distributions import FloatDistribution, IntDistribution
 
 from sweeper.compare import compare, to_csv, to_json, to_markdown
-from sweeper.figures import diagnostics, learning_curves, study_figures, task_baseline
+from sweeper.figures import diagnostics, learning_curves, study_figures
 from sweeper.launch import create_sweep
+from sweeper.report import recorded_baseline
 from sweeper.spec import parse_spec, trial_config
 from sweeper.store import ConfirmationRecord, Store
 from sweeper.trial_record import FINAL_METRICS_ATTR
@@ -137,7 +138,7 @@ def test_learning_curves_draw_each_models_best_trial_and_the_baseline(handmade):
     assert list(lines["lstm (trial #0)"].get_xdata()) == [100, 200]
     assert (
         lines["memoryless baseline"].get_ydata()[0]
-        == pytest.approx(task_baseline(store, record))
+        == pytest.approx(recorded_baseline(store, record))
         == pytest.approx(10 * 2.1972245773 / 220)
     )
 
@@ -195,3 +196,13 @@ def test_study_figures_exist_for_each_study(handmade):
     }
     history = figures["history-gru"].axes[0]
     assert any(sorted(line.get_ydata()) == pytest.approx([0.08, 0.08]) for line in history.get_lines())
+
+
+def test_each_study_figure_names_its_model(handmade):
+    _, store, record = handmade
+    for name, figure in study_figures(store, record).items():
+        model = name.rsplit("-", 1)[1]
+        titles = [ax.get_title() for ax in figure.axes] + [
+            figure._suptitle.get_text() if figure._suptitle else ""
+        ]
+        assert any(title.startswith(f"{model}: ") for title in titles), (name, titles)

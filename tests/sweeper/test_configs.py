@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from sweeper.cli import main
 from sweeper.spec import IntRange, SweepSpec, load_spec
+from tests.trainables.tasks import corpora
 from trainables.catalog import load_all
 from trainables.registry import TASKS
 from trainables.train import TRAINING
@@ -52,17 +53,28 @@ def test_every_built_in_task_has_a_config():
     }
 
 
+def write_data(folder: Path) -> None:
+    """Small files where the file tasks' configs look (their data_dir, relative to the launch)."""
+    corpora.write_ptb(folder / "data" / "ptb")
+    corpora.write_wikitext(folder / "data" / "wikitext-2")
+    corpora.write_babi(folder / "data" / "babi", tasks=(1,))
+    corpora.write_speech(folder / "data" / "timit", count=128)
+
+
 @pytest.mark.parametrize("profile", [None, "smoke"])
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_dry_run_lists_one_study_per_model(path, profile, tmp_path, monkeypatch):
+    """The paper-scale specs are previewed for a cluster (`--address`: its GPUs and data are its
+    own); the smoke profiles for this machine, with their data here."""
     monkeypatch.chdir(tmp_path)  # the default storage lives under ./sweeps; a dry run writes none
-    args = ["launch", str(path), "--dry-run"] + (["--profile", profile] if profile else [])
+    write_data(tmp_path)
+    args = ["launch", str(path), "--dry-run"] + (["--profile", profile] if profile else ["--address", "auto"])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     spec = load_spec(path, profile)
     studies = re.findall(rf"^  study {re.escape(spec.task.name)}/(\S+):$", result.output, re.M)
     assert studies == spec.models
-    assert not list(tmp_path.iterdir())
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

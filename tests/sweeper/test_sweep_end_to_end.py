@@ -12,6 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
+from sweeper.servers import ui_servers
 from sweeper.store import Store
 from tests.helpers import run_cli, run_sweep_cli, start_cli, tiny_spec, write_spec
 
@@ -191,3 +192,73 @@ def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
     assert (tmp_path / "sweeps" / "sweeper.db").is_file() and (tmp_path / "sweeps" / "mlflow.db").is_file()
     status = run_cli(["status"], tmp_path)
     assert "denoise-1 (finished)" in status.stdout
+
+
+def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
+    """What the MLflow UI is given: a training experiment (MLflow 3 opens it on its runs), parent
+    runs whose metrics are the best objective and its network size, and whose time is the study's."""
+    client = MlflowClient(finished_sweep.tracking)
+    (experiment,) = [e for e in client.search_experiments() if e.name == finished_sweep.name]
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    trials = studies(finished_sweep.storage, finished_sweep.name)
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    for parent in (r for r in runs if r.data.tags.get("sweeper.role") == "study"):
+        model_trials = trials[parent.data.tags["model"]]
+        best = min((t for t in model_trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
+        assert parent.data.metrics["best_objective"] == pytest.approx(best.value)
+        assert parent.data.metrics["parameters"] == best.user_attrs["final_metrics"]["parameters"] > 0
+        last_end = max(t.datetime_complete for t in model_trials).timestamp() * 1000
+        assert parent.info.end_time == pytest.approx(last_end, abs=1000)
+    store = Store(finished_sweep.storage)
+    lines, _ = ui_servers(store, store.get_sweep(finished_sweep.name), "127.0.0.1", 5000, 8080)
+    assert f"MLflow UI: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs" in lines
+    store.dispose()
+
+
+def test_a_sweep_whose_trials_all_fail_exits_1_with_each_models_reason(tmp_path):
+    spec = tiny_spec(name="doomed", models=("exploding",), budget={"trials": 3, "max_concurrent": 1})
+    spec["per_model"] = {"exploding": {"fail_after": 0}}
+    result = run_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "exploding: all 3 trials failed; most often (3×): RuntimeError: exploding model failed on purpose"
+        in (result.stdout)
+    )
+
+
+def test_the_ending_ranks_the_models_names_the_winner_and_what_to_run_next(finished_sweep):
+    out = finished_sweep.launch.stdout
+    trials = studies(finished_sweep.storage, finished_sweep.name)
+    best = {m: min(t.value for t in ts if t.state == TrialState.COMPLETE) for m, ts in trials.items()}
+    winner, runner_up = sorted(best, key=best.get)
+    table = [line for line in out.splitlines() if line.startswith("│")]
+    assert table[0].split("│")[1].strip() == winner  # best first
+    assert f"winner: {winner}, best valid_loss {best[winner]:.5g}" in out
+    assert f"the runner-up {runner_up} ({best[runner_up]:.5g})" in out
+    for command in ("summarize", "confirm", "report", "ui"):
+        assert f"sweeper {command} {finished_sweep.name}" in out
+    widths = {len(line) for line in table}
+    assert len(widths) == 1  # not squeezed to 80 columns in a pipe: every row on one line
+
+
+def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
+    spec = tiny_spec(name="twice", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
+    spec["params"].update(iterations=400, eval_every=50)
+    process = start_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+    url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.5)
+        try:
+            if any(t.intermediate_values for ts in studies(url, "twice-1").values() for t in ts):
+                break
+        except Exception:
+            continue
+    assert process.poll() is None, "the sweep ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=180)
+    assert process.returncode == 130, output
+    assert "sweeper resume twice-1" in output
+    assert "Traceback" not in output, output

@@ -211,11 +211,14 @@ class BabiReader(nn.Module):
         return self.head(answer_out[-1])
 
 
+def subset_folder(settings: BabiSettings) -> str:
+    return "en" if settings.subset == "1k" else "en-10k"
+
+
 def load_babi(settings: BabiSettings) -> BabiData:
     """The encoded splits of the settings' tasks: from this process's memory, the disk cache, or
     the text files."""
-    subset = "en" if settings.subset == "1k" else "en-10k"
-    found = babi_files(Path(settings.data_dir), subset, settings.tasks)
+    found = babi_files(Path(settings.data_dir), subset_folder(settings), settings.tasks)
     files = tuple((task, found[task, "train"], found[task, "test"]) for task in settings.tasks)
     stamps = file_stamps(p for _, *paths in files for p in paths)
     return _read_babi(
@@ -314,6 +317,10 @@ class Babi(Task):
     objective: ClassVar[str] = "valid_accuracy"
     mode: ClassVar[Literal["min", "max"]] = "max"
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss", "valid_accuracy")
+
+    @classmethod
+    def check_data(cls, settings: BabiSettings) -> None:
+        babi_files(Path(settings.data_dir), subset_folder(settings), settings.tasks)
 
     def __init__(self, settings: BabiSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings

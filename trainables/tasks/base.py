@@ -60,6 +60,12 @@ class Task(ABC):
             else:
                 setattr(self, name, value)
 
+    @classmethod
+    def check_data(cls, settings: Any) -> None:
+        """Raise `trainables.data.MissingDataError` when files the task reads are absent, without
+        reading them: a launch calls it before anything starts. Generated tasks need none."""
+        return None
+
     def build_network(self, rnn: RecurrentModel) -> nn.Module:
         """The whole trainable network around the recurrent model (default: a linear read-out)."""
         return SequenceNetwork(rnn, self.output_size)

@@ -228,6 +228,11 @@ class LanguageModel(Task):
     task_name: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
     files: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def check_data(cls, settings: LanguageSettings) -> None:
+        require_files(cls.task_name, Path(settings.data_dir), cls.files)
+
     characters: ClassVar[bool]
     unit: ClassVar[Literal["bpc", "ppl"]]
 

@@ -226,6 +226,10 @@ class Timit(Task):
     input_size = BINS
     output_size = BINS
 
+    @classmethod
+    def check_data(cls, settings: TimitSettings) -> None:
+        split_files(settings)
+
     def __init__(self, settings: TimitSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings
         self.batch_size = batch_size

@@ -1,0 +1,43 @@
+"""CI runs the README's two commands in one checkout, in order; the second is not broken by what
+the first leaves behind."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def readme(main: str, test: str) -> str:
+    return f"<!-- main-command -->\n```bash\n{main}\n```\n\n<!-- test-command -->\n```bash\n{test}\n```\n"
+
+
+def test_ci_runs_the_main_command_then_the_test_command(tmp_path: Path) -> None:
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    (tmp_path / "README.md").write_text(readme("echo main >> order.txt", "echo test >> order.txt"))
+    done = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "order.txt").read_text() == "main\ntest\n"
+
+    (tmp_path / "README.md").write_text(readme("false", "echo test >> order.txt"))
+    failed = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True)
+    assert failed.returncode != 0 and (tmp_path / "order.txt").read_text() == "main\ntest\n"
+
+
+def test_the_lint_passes_with_the_folder_the_main_command_writes(tmp_path: Path) -> None:
+    """`./sweeps/` must not make ruff take a benchmark's sibling import for first-party code."""
+    for name in ("benchmarks", "sweeper", "trainables", "pyproject.toml"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("results", "__pycache__"))
+        else:
+            shutil.copy(source, tmp_path / name)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "sweeps").mkdir()
+    done = subprocess.run(
+        ["ruff", "check", "--no-cache", "benchmarks"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

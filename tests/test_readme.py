@@ -1,0 +1,158 @@
+"""The README's examples run as written: the quick ones here, in a folder left as the main command
+leaves it (a finished `denoise-1`); the others are named with the test that covers them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+import yaml
+
+from sweeper.launch import create_sweep
+from sweeper.preflight import local_gpus
+from sweeper.spec import load_spec, parse_spec, trial_config
+from sweeper.store import Store
+from sweeper.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
+from trainables.train import TrialConfig, build, network_facts
+
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text()
+QUICK = {  # run here: `sweeper <command> [first argument]` → exit code expected
+    "status": 0,
+    "summarize denoise-1": 0,
+    "report denoise-1": 0,
+    "export denoise-1": 0,
+    "list": 0,
+    "models": 0,
+    "tasks": 0,
+    "launch configs/denoise.yaml --dry-run": 0 if local_gpus() else 2,  # 2: it asks for GPUs here
+}
+ELSEWHERE = {  # not run here, and where they are covered
+    "confirm denoise-1": "tests/sweeper/test_confirm.py (real Ray)",
+    "ui denoise-1": "serves until Ctrl-C; tests/sweeper/test_cli.py, test_dashboard.py",
+    "launch configs/denoise.yaml": "a paper-scale sweep; tests/sweeper/test_sweep_end_to_end.py",
+    "resume denoise-1": "tests/sweeper/test_sweep_end_to_end.py",
+    "sync-mlflow denoise-1": "tests/sweeper/test_reliability_tracking.py",
+    "data fetch": "the network; tests/trainables/tasks/test_data.py",
+    "train": "test_the_readmes_training_run_learns, below",
+}
+
+
+def examples() -> list[list[str]]:
+    section = README[README.index("## Using it") : README.index("### A sweep spec")]
+    lines = [
+        line.split("#")[0].strip()
+        for block in re.findall(r"```bash\n(.*?)```", section, re.S)
+        for line in block.splitlines()
+    ]
+    return [shlex.split(line)[1:] for line in lines if line.startswith("sweeper ")]
+
+
+def key(args: list[str]) -> str:
+    """The command and its first argument, and for a launch whether it is a dry run."""
+    words = args[:2] if args[0] not in ("models", "tasks", "list", "status") else args[:1]
+    if args[0] == "launch" and "--dry-run" in args:
+        words = [*words, "--dry-run"]
+    if args[0] in ("data", "train"):
+        words = words[:1] if args[0] == "train" else ["data", "fetch"]
+    return " ".join(words)
+
+
+def test_every_readme_example_is_run_here_or_covered_elsewhere() -> None:
+    keys = {key(args) for args in examples()}
+    assert keys <= set(QUICK) | set(ELSEWHERE), keys - set(QUICK) - set(ELSEWHERE)
+    assert set(QUICK) <= keys
+
+
+@pytest.fixture(scope="module")
+def after_the_main_command(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding what the main command leaves: `denoise-1`, its trials recorded as the
+    searcher records them, a local MLflow store, and the configs beside it."""
+    folder = tmp_path_factory.mktemp("readme")
+    (folder / "configs").symlink_to(ROOT / "configs")
+    spec = load_spec(ROOT / "configs" / "denoise.yaml", "smoke")
+    store = Store(f"sqlite:///{(folder / 'sweeps' / 'sweeper.db').resolve()}")
+    record = create_sweep(
+        spec,
+        store,
+        f"sqlite:///{(folder / 'sweeps' / 'mlflow.db').resolve()}",
+        "smoke",
+        None,
+        home=folder / "sweeps",
+    )
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for number, lr in enumerate((0.002, 0.01)):
+            params = {"hidden_size": 16, "lr": lr}
+            params = {
+                k: v
+                for k, v in params.items()
+                if k in parse_spec(spec.to_yaml(), "s").space(study_record.model)
+            }
+            config = trial_config(spec, study_record.model, params, number)
+            task, network, _ = build(TrialConfig.from_mapping(config), torch.device("cpu"))
+            curve = {20: 1.0 - lr, 40: 0.9 - lr}
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions={
+                        "hidden_size": optuna.distributions.IntDistribution(8, 32, log=True),
+                        "lr": optuna.distributions.FloatDistribution(1e-4, 3e-2, log=True),
+                    },
+                    value=min(curve.values()),
+                    intermediate_values=curve,
+                    user_attrs={
+                        SEED_ATTR: number,
+                        CONFIG_ATTR: config,
+                        FINAL_METRICS_ATTR: {"valid_loss": 0.9 - lr, **network_facts(task, network)},
+                    },
+                )
+            )
+    store.dispose()
+    return folder
+
+
+def sweeper(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWEEPER_")} | {"COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "sweeper.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("args", [a for a in examples() if key(a) in QUICK], ids=" ".join)
+def test_the_readmes_quick_examples_run_as_written(after_the_main_command: Path, args: list[str]) -> None:
+    done = sweeper(args, after_the_main_command)
+    assert done.returncode == QUICK[key(args)], done.stdout + done.stderr
+    if done.returncode == 2:  # the dry run on a machine without GPUs says what to do instead
+        assert "add --no-gpus" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_readmes_training_run_learns(tmp_path: Path) -> None:
+    """Only a task, a model and a learning rate in the papers' range, on the defaults: it learns."""
+    (args,) = [a for a in examples() if a[0] == "train"]
+    done = sweeper(args, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = [line for line in done.stdout.splitlines() if line.startswith("step")]
+    assert steps[0].split()[:2] == ["step", "1"]  # progress from the first step
+    losses = [float(p.split("=")[1]) for line in steps for p in line.split() if p.startswith("valid_loss=")]
+    baseline = float(re.search(r"baseline=([0-9.e-]+)", steps[-1]).group(1))
+    assert losses[-1] < 0.25 * baseline, (losses, baseline)
+
+
+def test_the_readmes_spec_is_a_valid_spec() -> None:
+    (block,) = re.findall(r"### A sweep spec\n\n```yaml\n(.*?)```", README, re.S)
+    spec = parse_spec(block, "README.md")
+    assert spec.models and yaml.safe_load(block)["name"] == spec.name
