@@ -32,7 +32,7 @@ from sweeper.store import (
     default_storage_url,
     redact,
 )
-from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, ui_command
+from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, runs_page, ui_command
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -234,7 +234,10 @@ def launch(
         except (StoreError, MissingGPUs) as exc:
             raise _refused(exc) from None
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
-        click.echo(f"  MLflow UI: {ui_command(where.tracking_uri)}")
+        page = runs_page("http://127.0.0.1:5000", record.mlflow_experiment_id)
+        click.echo(
+            f"  MLflow UI: sweeper ui {record.name}  (or {ui_command(where.tracking_uri)}, then {page})"
+        )
         with _resumable(record.name, last=index == len(specs) - 1):
             worst = max(worst, _print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)

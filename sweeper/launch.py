@@ -143,7 +143,9 @@ def create_sweep(
         description = f"{spec.description}\n\n```yaml\n{spec.to_yaml()}```"
         # a tracking server keeps artifacts itself; only a local store needs a local folder
         artifacts = None if tracking_uri.startswith(("http://", "https://")) else home / "mlartifacts"
-        experiment_id = tracker.call("create_experiment", tracker.experiment, name, description, artifacts)
+        experiment_id = tracker.call(
+            "create_experiment", tracker.experiment, name, description, artifacts, objective.mode == "min"
+        )
     record.mlflow_experiment_id = experiment_id
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)

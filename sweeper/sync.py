@@ -47,7 +47,9 @@ def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCoun
     experiment = client.get_experiment_by_name(record.name)
     if experiment is None:
         experiment_id = tracker.experiment(
-            record.name, f"{spec.description}\n\n```yaml\n{record.spec_yaml}```"
+            record.name,
+            f"{spec.description}\n\n```yaml\n{record.spec_yaml}```",
+            ascending=spec.resolved_objective().mode == "min",
         )
         counts.experiments += 1
     else:

@@ -6,6 +6,7 @@ database is the record of truth, and each call that fails is logged as a warning
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 PARENT_TAG = "mlflow.parentRunId"
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 TRAINING_KIND = "custom_model_development"  # MLflow 3's kind for model training experiments
+ROLE_TAG = "sweeper.role"  # study (a parent run), trial, confirmation or report
+ANSWER_VIEW = "answer"
+ANSWER_VIEW_TAG = f"mlflow.sharedViewState.{ANSWER_VIEW}"  # what ?viewStateShareKey=answer opens
 RUN_NAME_TAG = "mlflow.runName"
 
 
@@ -33,9 +37,27 @@ def ui_command(tracking_uri: str) -> str:
     return f"mlflow ui --backend-store-uri {redact(tracking_uri)}"
 
 
+def answer_view(ascending: bool) -> dict[str, Any]:
+    """The MLflow UI's view state that shows a sweep's answer: the study runs, best first."""
+    return {
+        "searchFilter": f"tags.`{ROLE_TAG}` = 'study'",
+        "orderByKey": "metrics.`best_objective`",
+        "orderByAsc": ascending,
+        "selectedColumns": [
+            "metrics.`best_objective`",
+            "metrics.`parameters`",
+            "tags.`model`",
+            "attributes.`Duration`",
+        ],
+        "runsExpanded": {},
+    }
+
+
 def runs_page(base_url: str, experiment_id: str | None) -> str:
-    """The MLflow UI page of a sweep's runs (the experiment's run table)."""
-    return f"{base_url.rstrip('/')}/#/experiments/{experiment_id}/runs" if experiment_id else base_url
+    """The MLflow UI page of a sweep's runs, opened on the answer's shared view."""
+    if not experiment_id:
+        return base_url
+    return f"{base_url.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={ANSWER_VIEW}"
 
 
 def resolve_tracking_uri(stored: str) -> str:
@@ -88,19 +110,23 @@ class Tracker:
             )
             return None
 
-    def experiment(self, name: str, description: str, artifact_root: Path | None = None) -> str:
-        """The sweep's experiment id, created on first use, marked as model training so that
-        MLflow 3 opens it on its runs (not on the GenAI overview)."""
+    def experiment(
+        self, name: str, description: str, artifact_root: Path | None = None, ascending: bool = True
+    ) -> str:
+        """The sweep's experiment id, created on first use: marked as model training, so MLflow 3
+        opens it on its runs (not on the GenAI overview), with a shared view of the answer (the
+        studies' parent runs, best first, their best objective and size as columns) that
+        `runs_page` links to. `ascending`: whether a lower objective is better."""
+        tags = {EXPERIMENT_KIND_TAG: TRAINING_KIND, ANSWER_VIEW_TAG: json.dumps(answer_view(ascending))}
         existing = self.client.get_experiment_by_name(name)
         if existing is not None:
-            if existing.tags.get(EXPERIMENT_KIND_TAG) != TRAINING_KIND:
-                self.client.set_experiment_tag(existing.experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
+            for key, value in tags.items():
+                if existing.tags.get(key) != value:
+                    self.client.set_experiment_tag(existing.experiment_id, key, value)
             return existing.experiment_id
         location = artifact_root.resolve().as_uri() if artifact_root is not None else None
         return self.client.create_experiment(
-            name,
-            artifact_location=location,
-            tags={"mlflow.note.content": description, EXPERIMENT_KIND_TAG: TRAINING_KIND},
+            name, artifact_location=location, tags={"mlflow.note.content": description, **tags}
         )
 
     def parent_run(self, experiment_id: str, study_name: str, task: str, model: str) -> str:

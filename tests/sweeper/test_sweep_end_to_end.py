@@ -200,6 +200,10 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
     client = MlflowClient(finished_sweep.tracking)
     (experiment,) = [e for e in client.search_experiments() if e.name == finished_sweep.name]
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    view = json.loads(experiment.tags["mlflow.sharedViewState.answer"])  # what the printed URL opens
+    assert view["searchFilter"] == "tags.`sweeper.role` = 'study'"
+    assert (view["orderByKey"], view["orderByAsc"]) == ("metrics.`best_objective`", True)
+    assert {"metrics.`best_objective`", "metrics.`parameters`"} <= set(view["selectedColumns"])
     trials = studies(finished_sweep.storage, finished_sweep.name)
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
     for parent in (r for r in runs if r.data.tags.get("sweeper.role") == "study"):
@@ -211,7 +215,8 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
         assert parent.info.end_time == pytest.approx(last_end, abs=1000)
     store = Store(finished_sweep.storage)
     lines, _ = ui_servers(store, store.get_sweep(finished_sweep.name), "127.0.0.1", 5000, 8080)
-    assert f"MLflow UI: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs" in lines
+    runs = f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey=answer"
+    assert f"MLflow UI: {runs}" in lines
     store.dispose()
 
 
