@@ -287,6 +287,113 @@ def _print_end(store: Store, end: Any) -> int:
 
 
 @main.command()
+@click.argument("paper")
+@click.argument("table")
+@click.option(
+    "--seeds", type=click.IntRange(1, 1000), help="Runs per row [default: the paper's count, else 3]."
+)
+@click.option("--profile", type=click.Choice(["smoke"]), help="Shrink every run to minutes on a CPU.")
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only the rows with this paper setting, e.g. --only T=200 (repeatable).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the runs and their estimated cost; start nothing.")
+@click.option("--estimate/--no-estimate", default=True, help="Time a few steps of each run for --dry-run.")
+@click.option("--no-gpus", is_flag=True, help="Train every run on the CPU.")
+@address_option
+@storage_option
+@tracking_option
+@results_option
+@verbose_option
+def reproduce(
+    paper: str,
+    table: str,
+    seeds: int | None,
+    profile: str | None,
+    only: tuple[str, ...],
+    dry_run: bool,
+    estimate: bool,
+    no_gpus: bool,
+    address: str | None,
+    storage: str | None,
+    tracking_uri: str | None,
+    results: str | None,
+    verbose: bool,
+) -> None:
+    """Run PAPER's TABLE at its published settings over seeds, and set ours beside theirs.
+
+    PAPER is goru2019 or ncgru; TABLE is as printed ("Table 2", or 2). Each row's runs are built from
+    the table's recorded settings; every setting the paper does not state is a reading, listed.
+    """
+    from sweeper.preflight import preflight
+    from sweeper.reproduction import NotReproducible, plan, spec_for
+
+    try:
+        repro = plan(paper, table, seeds=seeds, profile=profile, only=_settings(only))
+    except NotReproducible as exc:
+        raise BadInput(str(exc)) from None
+    gpus = not (no_gpus or profile)
+    specs = [spec_for(repro, part, gpus) for part in repro.parts]
+    url = storage or default_storage_url()
+    uri = tracking_uri or default_tracking_uri()
+    problems = [p for spec in specs for p in preflight(spec, url, local=address is None)]
+    if dry_run:
+        from sweeper.plan import reproduction_text
+
+        click.echo(reproduction_text(repro, specs, estimate))
+        click.echo("  preflight: " + ("would stop here, see below" if problems else "ok"))
+    if problems:
+        raise BadInput("\n".join(dict.fromkeys(problems)))
+    if dry_run:
+        return
+    from sweeper.reproduce import register_parts, run_reproduction
+    from sweeper.runtime import MissingGPUs
+
+    where = _where(url, uri, address, results, verbose)
+    try:
+        registered = register_parts(repro, where, gpus)
+    except (StoreError, MissingGPUs) as exc:
+        raise _refused(exc) from None
+    worst = 0
+    for index, (store, record) in enumerate(registered):
+        click.echo(f"sweep {record.name}: {record.spec.description}, {repro.seeds} seeds per row")
+        with _resumable(record.name, last=index == len(registered) - 1):
+            worst = max(worst, _print_reproduction(store, run_reproduction(store, record, where)))
+    sys.exit(worst)
+
+
+def _settings(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """NAME=VALUE pairs, values read as YAML scalars (so T=200 is a number)."""
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise BadInput(f"--only {pair!r}: expected NAME=VALUE, e.g. T=200")
+        found[name] = yaml.safe_load(value)
+    return found
+
+
+def _print_reproduction(store: Store, end: Any) -> int:
+    """A reproduction's ending: ours beside theirs, the readings, and the exit code."""
+    from sweeper.reproduced import notes, reproduced
+    from sweeper.tables import reproduction_table
+
+    click.echo(f"sweep {end.sweep}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    record = store.get_sweep(end.sweep)
+    table, rows = reproduced(store, record)
+    console.print(reproduction_table(f"{record.name}: ours beside {table.paper} {table.table}", rows))
+    for line in notes(table, record.profile):
+        click.echo(f"  {line}")
+    if end.status == SweepStatus.INTERRUPTED:
+        click.echo(f"  continue with: sweeper resume {end.sweep}")
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if end.status == SweepStatus.FAILED or not any(r.values for r in rows) else 0
+
+
+@main.command()
 @click.argument("sweep")
 @address_option
 @storage_option
@@ -306,6 +413,15 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
         console.print(status_table(record, study_summaries(store, record)))
         return
     where = _where(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    if record.spec.reproduces is not None:
+        from sweeper.reproduce import run_reproduction
+
+        with _resumable(record.name):
+            try:
+                end = run_reproduction(store, record, where)
+            except (StoreError, MissingGPUs) as exc:
+                raise _refused(exc) from None
+            sys.exit(_print_reproduction(store, end))
     with _resumable(record.name):
         try:
             fixed, end = resume_sweep(store, record, where)
@@ -466,11 +582,16 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
     store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
     spec = record.spec
-    rows = compare(store, record)
     title = f"{record.name}: {spec.task.name} {spec.task.settings}"
-    rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
+    if spec.reproduces is not None:
+        rendered, shown = _reproduction_report(store, record)
+        no_figures = True  # a reproduction's runs are not an Optuna study's trials
+    else:
+        rows = compare(store, record)
+        rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
+        shown = comparison_table(title, rows)
     if fmt == "table":
-        console.print(comparison_table(title, rows))
+        console.print(shown)
     else:
         click.echo(rendered[fmt])
     out = out or DEFAULT_HOME / "reports" / record.name
@@ -488,6 +609,33 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
     if tracker is not None and record.mlflow_experiment_id:
         tracker.log_report(record.mlflow_experiment_id, files)
     click.echo(f"report files in {out}", err=True)
+
+
+def _reproduction_report(store: Store, record: SweepRecord) -> tuple[dict[str, str], Any]:
+    """A reproduction's report: ours beside the published table, in each format."""
+    import csv
+    import io
+    import json
+
+    from sweeper.reproduced import notes, reproduced, to_markdown, to_records
+    from sweeper.tables import reproduction_table
+
+    table, rows = reproduced(store, record)
+    title = f"{record.name}: ours beside {table.paper} {table.table}"
+    records = to_records(rows)
+    buffer = io.StringIO()
+    if records:
+        writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(
+            {k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in r.items()} for r in records
+        )
+    rendered = {
+        "markdown": to_markdown(table, rows, title, record.profile),
+        "json": json.dumps({"notes": notes(table, record.profile), "rows": records}, indent=2),
+        "csv": buffer.getvalue(),
+    }
+    return rendered, reproduction_table(title, rows)
 
 
 @main.command(name="sync-mlflow")

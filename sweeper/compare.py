@@ -1,8 +1,10 @@
-"""Our results beside the papers' tables, with every difference of settings flagged.
+"""Our results beside the papers' tables, like with like.
 
-A number is only comparable to a published one when the experiment matches; the comparison
-therefore carries, per row, the settings in which our run differs from the paper's (sequence
-length, hidden size, iterations, batch size, ρ, the orthogonal weights of NC-GRU).
+A published number is compared with ours only under the same conditions: the same metric (what it
+counts, e.g. accuracy over all steps or over the answer steps), split, task variant, sequence length,
+number of layers and model variant. Where one differs, the row says which instead of giving a
+difference. Hyperparameters that differ (hidden size, iterations, batch size, ρ) are what a sweep
+searches, so they are flagged beside a difference.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from typing import Any
 import optuna
 
 from sweeper.confirmations import ConfirmedStudy, confirmed, test_metric
+from sweeper.reproduced import row_metric
 from sweeper.spec import SweepSpec, trial_config
 from sweeper.store import Store, SweepRecord
 from sweeper.trial_record import CONFIG_ATTR, SEED_ATTR, best_trial, final_metrics, parameter_count
-from trainables.reference import Reference, references_for
+from trainables.reference import PublishedTable, Reference, published_table, references_for
 
-# The paper's metric → the suffix of ours (`valid_<suffix>` / `test_<suffix>`).
-METRIC_SUFFIX = {"min_loss": "loss", "accuracy": "accuracy", "bpc": "bpc", "perplexity": "ppl", "mse": "loss"}
 COMPARED_SETTINGS = ("hidden_size", "iterations", "batch_size", "rho")
+CONDITION_SETTINGS = {"T": "T", "layers": "layers"}  # the paper's task settings a number depends on
 
 
 @dataclass
@@ -44,6 +46,7 @@ class ComparisonRow:
     difference: float | None = None
     parameters: int | None = None
     mismatches: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)  # why the numbers are not comparable
 
     @property
     def flag(self) -> str:
@@ -95,15 +98,14 @@ def _config_of(spec: SweepSpec, model: str, trial: optuna.trial.FrozenTrial) -> 
     )
 
 
-def _ours(result: StudyResult, ref: Reference, objective: str) -> tuple[float | None, float | None, str]:
+def _ours(
+    result: StudyResult, table: PublishedTable, ref: Reference, objective: str
+) -> tuple[float | None, float | None, str]:
     """Our number for a published one: confirmed mean ± std where we have it, else the best trial."""
-    suffix = METRIC_SUFFIX.get(ref.metric)
-    if suffix is None:
-        return None, None, f"no metric of ours matches {ref.metric!r}"
-    key = f"{'test' if ref.split == 'test' else 'valid'}_{suffix}"
+    key = row_metric(table, ref)
     confirmation = result.confirmation
     runs = f"confirmed over {len(confirmation.objectives)} seeds" if confirmation else ""
-    if ref.metric == "min_loss" or key == objective:
+    if table.take == "best" and key == objective:
         if confirmation is not None:
             return (*confirmation.objective, f"{runs} (best {objective})")
         return result.best_value, None, f"best trial #{result.best_number} (best {objective})"
@@ -112,21 +114,40 @@ def _ours(result: StudyResult, ref: Reference, objective: str) -> tuple[float | 
     return result.final_metrics.get(key), None, f"best trial #{result.best_number} ({key} at its last step)"
 
 
-def _mismatches(ref: Reference, spec: SweepSpec, config: dict[str, Any] | None) -> list[str]:
+def conditions(
+    table: PublishedTable, ref: Reference, spec: SweepSpec, config: dict[str, Any] | None, ours: float | None
+) -> list[str]:
+    """What makes our number and the published one measure different things."""
     found = []
-    ours_t = spec.task.settings.get("T")
-    if "T" in ref.settings and ours_t is not None and ours_t != ref.settings["T"]:
-        found.append(f"T {ours_t} vs {ref.settings['T']}")
+    key = row_metric(table, ref)
+    if ours is None and config is not None:
+        found.append(f"metric: theirs is {key}, which our runs did not report")
+    settings = dict(spec.task.settings)
+    if config is not None:
+        settings.update(config.get("task_settings") or {})
+    for name, ours_name in CONDITION_SETTINGS.items():
+        if name in ref.settings and settings.get(ours_name, ref.settings[name]) != ref.settings[name]:
+            found.append(f"{name}: ours {settings.get(ours_name)}, theirs {ref.settings[name]}")
+    variant = table.settings.get("task.variant")  # every published variant is a task's non-default
+    if variant is not None and settings.get("variant") != variant:
+        found.append(f"task variant: ours {settings.get('variant', 'the default')}, theirs {variant}")
+    if ref.split == "test" and key.startswith("test_") and ours is None:
+        found.append("split: theirs is a test number; ours has no test measurement")
+    for name, theirs in ref.model_settings.items():
+        if config is not None and config.get(name, theirs) != theirs:
+            found.append(f"model variant: ours {name}={config.get(name)}, theirs {name}={theirs}")
+    return found
+
+
+def _mismatches(ref: Reference, config: dict[str, Any] | None) -> list[str]:
     if config is None:
-        return found
+        return []
+    found = []
     for name in COMPARED_SETTINGS:
         theirs = ref.settings.get(name)
         ours = config.get(name)
         if theirs is not None and ours is not None and not isinstance(theirs, tuple) and ours != theirs:
             found.append(f"{name} {ours} vs {theirs}")
-    for name, theirs in ref.model_settings.items():
-        if config.get(name, theirs) != theirs:
-            found.append(f"{name} {config.get(name)} vs {theirs}")
     return found
 
 
@@ -142,9 +163,11 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
     rows = []
     for ref in references:
         result = results[ref.model]
+        table = published_table(ref.paper, ref.table)
         ours, ours_std, source = (
-            _ours(result, ref, objective) if result.config else (None, None, "no complete trial")
+            _ours(result, table, ref, objective) if result.config else (None, None, "no complete trial")
         )
+        unlike = conditions(table, ref, spec, result.config, ours)
         rows.append(
             ComparisonRow(
                 task=spec.task.name,
@@ -160,9 +183,10 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
                 ours=ours,
                 ours_std=ours_std,
                 source=source,
-                difference=None if ours is None else ours - ref.value,
+                difference=None if ours is None or unlike else ours - ref.value,
                 parameters=result.parameters,
-                mismatches=_mismatches(ref, spec, result.config),
+                mismatches=_mismatches(ref, result.config),
+                conditions=unlike,
             )
         )
     covered = {r.model for r in references}
@@ -210,7 +234,9 @@ def row_cells(row: ComparisonRow) -> list[str]:
         paper,
         published,
         _fmt(row.ours, row.ours_std),
-        "" if row.difference is None else f"{row.difference:+.4g}",
+        "not comparable: " + "; ".join(row.conditions)
+        if row.conditions
+        else ("" if row.difference is None else f"{row.difference:+.4g}"),
         "" if row.parameters is None else f"{row.parameters:,}",
         row.source,
         row.flag,
@@ -236,5 +262,6 @@ def to_csv(rows: list[ComparisonRow]) -> str:
         data = asdict(row)
         data["paper_model"] = json.dumps(data["paper_model"])
         data["mismatches"] = "; ".join(data["mismatches"])
+        data["conditions"] = "; ".join(data["conditions"])
         writer.writerow({**data, "flag": row.flag})
     return buffer.getvalue()

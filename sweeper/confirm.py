@@ -237,15 +237,21 @@ def run_confirmation(
     jobs, notes = plan_confirmations(store, record, spec, seeds, select_studies(record, task, model))
     if not jobs:
         return RunEnd(record.name, SweepStatus.FINISHED, None), notes
+    end = run_jobs(store, record, where, jobs, f"{record.name} confirmation")
+    return end, notes
+
+
+def run_jobs(store: Store, record: SweepRecord, where: Where, jobs: list[Job], label: str) -> RunEnd:
+    """Run registered confirmation jobs as Ray trials, unpruned, recorded in the registry and in
+    MLflow under their study's parent run: `confirm` and `reproduce` both run this way."""
+    spec = record.spec
     connect(where, [spec], STORED_SPEC_GPUS)
     tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
     searcher = ConfirmationSearcher(store, spec, jobs, tracker, record.mlflow_experiment_id)
     start_ray(where.address, where.verbose, local_cpus([spec]))
     started = time.monotonic()
 
-    display = ProgressDisplay(
-        f"{record.name} confirmation", searcher.snapshot, lambda: time.monotonic() - started
-    )
+    display = ProgressDisplay(label, searcher.snapshot, lambda: time.monotonic() - started)
 
     status, message = drive(
         searcher,
@@ -259,7 +265,7 @@ def run_confirmation(
     )
     if tracker is not None:
         _summarize_confirmations(tracker, store, record)
-    return RunEnd(record.name, status, message), notes
+    return RunEnd(record.name, status, message)
 
 
 def _summarize_confirmations(tracker: Tracker, store: Store, record: SweepRecord) -> None:

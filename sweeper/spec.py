@@ -279,6 +279,18 @@ class Resources(Strict):
         return reserved
 
 
+class Reproduces(Strict):
+    """The published table a `sweeper reproduce` sweep runs (its rows are confirmation runs)."""
+
+    paper: str
+    table: str
+    seeds: int = Field(ge=1, le=1000)
+    rows: dict[int, int] = Field(
+        default_factory=dict,
+        description="the table's rows this sweep runs, each mapped to the row whose runs it reads",
+    )
+
+
 class SweepSpec(Strict):
     """Everything a sweep needs, resolved: profile applied, names checked against the registries."""
 
@@ -297,6 +309,7 @@ class SweepSpec(Strict):
     storage: str | None = None
     tracking_uri: str | None = None
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    reproduces: Reproduces | None = None
 
     @field_validator("storage", "tracking_uri")
     @classmethod

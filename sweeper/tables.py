@@ -9,6 +9,9 @@ from rich.table import Table
 from sweeper.compare import COLUMNS, ComparisonRow, row_cells
 from sweeper.confirmations import ConfirmedStudy, test_metric
 from sweeper.report import StudySummary, format_params
+from sweeper.reproduced import COLUMNS as REPRODUCTION_COLUMNS
+from sweeper.reproduced import ReproducedRow
+from sweeper.reproduced import row_cells as reproduction_cells
 from sweeper.store import SweepRecord, redact
 
 
@@ -119,11 +122,15 @@ def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Ta
 
 
 def comparison_table(title: str, rows: list[ComparisonRow]) -> Table:
+    return _cells_table(title, COLUMNS, [row_cells(row) for row in rows])
+
+
+def _cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in COLUMNS:
+    for column in columns:
         table.add_column(column)
-    for row in rows:
-        table.add_row(*row_cells(row))
+    for row in cells:
+        table.add_row(*row)
     return table
 
 
@@ -182,3 +189,7 @@ def task_table(entry: Any) -> Table:
         annotation = getattr(fld.annotation, "__name__", str(fld.annotation))
         table.add_row(name, annotation, str(fld.default), fld.description or "")
     return table
+
+
+def reproduction_table(title: str, rows: list[ReproducedRow]) -> Table:
+    return _cells_table(title, REPRODUCTION_COLUMNS, [reproduction_cells(row) for row in rows])

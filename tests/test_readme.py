@@ -42,6 +42,7 @@ ELSEWHERE = {  # not run here, and where they are covered
     "sync-mlflow denoise-1": "tests/sweeper/test_reliability_tracking.py",
     "data fetch": "the network; tests/trainables/tasks/test_data.py",
     "train": "test_the_readmes_training_run_learns, below",
+    "reproduce ncgru": "tests/sweeper/test_reproduce_end_to_end.py (dry run and smoke run)",
 }
 
 

@@ -135,7 +135,7 @@ def test_train_runs_one_model_without_ray(runner):
     steps = [line for line in result.output.splitlines() if line.startswith("step")]
     assert steps[0].split()[:2] == ["step", "1"] and "train_loss=" in steps[0]  # progress from the first step
     lines = [line for line in steps if "valid_loss=" in line]
-    assert len(lines) == 2 and "valid_loss=" in lines[0] and "valid_accuracy=" in lines[1]
+    assert len(lines) == 2 and "valid_loss=" in lines[0] and "valid_accuracy_all_steps=" in lines[1]
 
 
 @pytest.mark.parametrize(

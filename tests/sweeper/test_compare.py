@@ -30,7 +30,9 @@ CURVES = {  # model → trials: (hidden_size, lr, {step: valid_loss})
 
 @pytest.fixture
 def handmade(tmp_path):
-    raw = tiny_spec(name="paper", task={"name": "denoise", "settings": {"T": 200, "valid_size": 8}})
+    raw = tiny_spec(
+        name="paper", task={"name": "denoise", "settings": {"T": 200, "valid_size": 8, "variant": "paper"}}
+    )
     raw["params"].update(iterations=200, eval_every=100)
     spec = parse_spec(yaml.safe_dump(raw), "paper.yaml")
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
@@ -115,6 +117,22 @@ def test_confirmed_numbers_replace_the_best_trial(handmade):
     )
     assert all("confirmed over 2 seeds" in r.source for r in rows)
     assert all("hidden_size" not in r.flag for r in rows)  # 100 units, as the paper's GRU
+
+
+def test_numbers_measured_under_other_conditions_are_not_subtracted(handmade, tmp_path):
+    spec, store, _ = handmade
+    raw = spec.canonical()
+    raw["task"]["settings"]["variant"] = "clean"
+    clean = parse_spec(yaml.safe_dump(raw), "clean.yaml")
+    record = create_sweep(clean, store, f"sqlite:///{tmp_path / 'mc.db'}", None, None, home=tmp_path)
+    rows = compare(store, store.get_sweep(record.name))
+    assert rows and all(r.paper is not None for r in rows)
+    for row in rows:
+        assert row.difference is None
+        assert row.conditions == ["task variant: ours clean, theirs paper"]
+    assert any(
+        "not comparable: task variant: ours clean, theirs paper" in to_markdown([r], "t") for r in rows
+    )
 
 
 def test_a_model_without_published_numbers_still_gets_a_row(handmade, tmp_path):
@@ -206,3 +224,33 @@ def test_each_study_figure_names_its_model(handmade):
             figure._suptitle.get_text() if figure._suptitle else ""
         ]
         assert any(title.startswith(f"{model}: ") for title in titles), (name, titles)
+
+
+def test_accuracy_cells_read_the_all_steps_accuracy_and_name_missing_metrics() -> None:
+    from sweeper.compare import conditions
+    from trainables.reference import published_table
+
+    table = published_table("ncgru", "Table 8")
+    ref = next(r for r in references_for("denoise", T=400) if r.table == "Table 8" and r.model == "gru")
+    spec = parse_spec(
+        yaml.safe_dump(
+            tiny_spec(name="acc", task={"name": "denoise", "settings": {"T": 400, "variant": "paper"}})
+        ),
+        "acc.yaml",
+    )
+    config = {"task_settings": {"T": 400, "variant": "paper"}}
+    assert conditions(table, ref, spec, config, 0.97) == []
+    assert conditions(table, ref, spec, config, None) == [
+        "metric: theirs is valid_accuracy_all_steps, which our runs did not report"
+    ]
+    assert conditions(table, ref, spec, {"task_settings": {"T": 200, "variant": "paper"}}, 0.9) == [
+        "T: ours 200, theirs 400"
+    ]
+    rc = next(
+        r
+        for r in references_for("denoise", T=400)
+        if r.table == "Table 8" and r.model == "ncgru" and r.model_settings["orthogonal"] == "rc"
+    )
+    assert conditions(table, rc, spec, {**config, "orthogonal": "c"}, 0.9) == [
+        "model variant: ours orthogonal=c, theirs orthogonal=rc"
+    ]

@@ -3,7 +3,7 @@
 The reset gate multiplies *after* the orthogonal product (r ⊙ U h), so one GEMM per step computes
 h @ [U | W_r | W_z], and the loop runs in `gated.reset_after_scan` with a hand-written backward.
 Initialization follows the publication code: input and gate weights U(±0.01), reset bias 2,
-modReLU bias 0.01.
+update bias TensorFlow 1's default Glorot-uniform U(±√(3/n)), modReLU bias 0.01.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from torch import nn
 
 from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.initialization import glorot_uniform_bound, uniform_
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
@@ -59,7 +60,9 @@ class GORU(OrthogonalModel):
             torch.empty((1 + n_gates) * n, input_size).uniform_(-WEIGHT_INIT, WEIGHT_INIT)
         )
         self.gate_weight = nn.Parameter(torch.empty(n, n_gates * n).uniform_(-WEIGHT_INIT, WEIGHT_INIT))
-        biases = [torch.full((n,), RESET_BIAS_INIT)] * self.reset + [torch.zeros(n)] * self.update
+        # the update bias had no initializer in the code, so TF1 drew it Glorot-uniform (fans n, n)
+        update_bias = uniform_(torch.empty(n), glorot_uniform_bound(n, n))
+        biases = [torch.full((n,), RESET_BIAS_INIT)] * self.reset + [update_bias] * self.update
         self.gate_bias = nn.Parameter(torch.cat(biases))
         self.rotations = GivensRotations(n, resolve_layout(layout, n), capacity)
         self.activation = ModReLU(n, modrelu_eps, bias_init=MODRELU_BIAS_INIT)

@@ -5,6 +5,18 @@ whose inverse (I + A)^{-1} is carried across optimizer steps by Algorithm 1's Ne
 each has its own A and D. `reset: before` is eq. 19 (and the synthetic-task code):
 c = modReLU(W_c x + U_c (r ⊙ h)); `after` is the PTB code's modReLU(W_c x + r ⊙ (U_c h)), which
 saves one GEMM per step.
+
+`init` picks the initial weights, because the paper's text and the authors' two code bases differ:
+- `paper` (default, as the paper states): every plain weight U(±1/√n), gate biases 0, modReLU
+  bias 0.
+- `synthetic_code` (the TensorFlow code of the copying, denoise, adding and parenthesis tables):
+  candidate input weights He-normal; modReLU bias U(±0.1); with only U_c orthogonal, the gates'
+  kernel over [x; h] He-uniform (fan-in = inputs + n) and gate biases 0; with U_r orthogonal too,
+  the gates' input kernels He-uniform (fan-in = inputs), U_u He-uniform (fan-in = n) and gate
+  biases N(0, 1).
+- `ptb_code` (the PyTorch code of the language-model tables): candidate input weights U(±0.01),
+  gate weights U(±1/√n), gate biases the sum of two U(±1/√n) (its input and hidden biases),
+  modReLU bias 0.
 """
 
 from __future__ import annotations
@@ -17,12 +29,19 @@ from torch import nn
 from trainables.hyperparams import Hyperparam
 from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.initialization import (
+    he_normal_,
+    he_uniform_bound,
+    sum_of_uniforms_,
+    uniform_,
+)
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import register_model
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
+INITS = ("paper", "synthetic_code", "ptb_code")
 
 
 @register_model(
@@ -59,6 +78,13 @@ GATES = ("c", "r", "u")  # column order of the input projection and the recurren
             high=10**6,
             help="optimizer steps between exact recomputations of the inverse",
         ),
+        Hyperparam(
+            "init",
+            "categorical",
+            "paper",
+            choices=INITS,
+            help="initial weights: the paper's text, the authors' synthetic-task code or their PTB code",
+        ),
         MODRELU_EPS,
         KERNEL,
     ),
@@ -78,11 +104,14 @@ class NCGRU(OrthogonalModel):
         rho: int = 0,
         neumann_order: int = 2,
         reset_interval: int = 50,
+        init: str = "paper",
         modrelu_eps: float = 0.0,
         kernel: str = "auto",
     ) -> None:
         super().__init__()
         self.kernel = kernel
+        if init not in INITS:
+            raise ValueError(f"init: expected one of {', '.join(INITS)}, got {init!r}")
         if reset not in ("before", "after"):
             raise ValueError(f"reset: expected before or after, got {reset!r}")
         if orthogonal not in ("c", "rc", "ruc"):
@@ -91,16 +120,50 @@ class NCGRU(OrthogonalModel):
         self.hidden_size = hidden_size
         self.reset_before = reset == "before"
         n = hidden_size
-        bound = 1 / math.sqrt(n)  # torch.nn.GRU's initialization for the ordinary weights
-        self.input_weight = nn.Parameter(torch.empty(3 * n, input_size).uniform_(-bound, bound))  # [c|r|u]
-        self.gate_bias = nn.Parameter(torch.zeros(2 * n))  # b_r, b_u
+        self.input_weight = nn.Parameter(torch.empty(3 * n, input_size))  # [c|r|u]
+        self.gate_bias = nn.Parameter(torch.empty(2 * n))  # b_r, b_u
         self.cayley = nn.ModuleDict(
             {g: ScaledCayley(n, rho, neumann_order, reset_interval) for g in GATES if g in orthogonal}
         )
         self.plain = nn.ParameterDict(
-            {g: nn.Parameter(torch.empty(n, n).uniform_(-bound, bound)) for g in GATES if g not in orthogonal}
+            {g: nn.Parameter(torch.empty(n, n)) for g in GATES if g not in orthogonal}
         )
         self.activation = ModReLU(n, modrelu_eps)
+        with torch.no_grad():
+            self._initialize(init)
+
+    def _initialize(self, init: str) -> None:
+        n, inputs = self.hidden_size, self.input_size
+        candidate, gates = self.input_weight[:n], self.input_weight[n:]
+        small = 1 / math.sqrt(n)  # torch.nn.GRU's bound, which the paper and the PTB code use
+        if init == "paper":
+            uniform_(self.input_weight, small)
+            self.gate_bias.zero_()
+            for weight in self.plain.values():
+                uniform_(weight, small)
+            self.activation.bias.zero_()
+        elif init == "ptb_code":
+            uniform_(candidate, 0.01)
+            uniform_(gates, small)
+            sum_of_uniforms_(self.gate_bias, small)
+            for weight in self.plain.values():
+                uniform_(weight, small)
+            self.activation.bias.zero_()
+        elif "r" in self.cayley:  # synthetic code, NC-GRU(U_r, U_c): gate kernels split by source
+            he_normal_(candidate, inputs)
+            uniform_(gates, he_uniform_bound(inputs))
+            for weight in self.plain.values():
+                uniform_(weight, he_uniform_bound(n))
+            self.gate_bias.normal_(0.0, 1.0)
+            uniform_(self.activation.bias, 0.1)
+        else:  # synthetic code, NC-GRU(U_c): one gate kernel over [x; h]
+            he_normal_(candidate, inputs)
+            bound = he_uniform_bound(inputs + n)
+            uniform_(gates, bound)
+            for weight in self.plain.values():
+                uniform_(weight, bound)
+            self.gate_bias.zero_()
+            uniform_(self.activation.bias, 0.1)
 
     def recurrent_matrix(self, gate: str) -> torch.Tensor:
         """U_gate in the paper's column convention (h_new = U h)."""

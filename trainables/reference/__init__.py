@@ -10,6 +10,9 @@ times `scale`: a table headed "Loss x1e-3" has scale 0.001, a percentage column 
 `published` keeps the cell exactly as printed so a comparison can always quote the paper verbatim.
 `std` is None where the paper prints a single number. `split` is "unstated" where the paper does not
 say which split a number comes from, rather than guessing.
+
+Each table has one `PublishedTable` entry: which metric of ours counts what its numbers count, and
+what `sweeper reproduce` runs for it, with every unstated setting's reading spelled out.
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["SPLITS", "Reference", "ReferenceDataError", "all_references", "references_for"]
+__all__ = [
+    "SPLITS",
+    "PublishedTable",
+    "Reference",
+    "ReferenceDataError",
+    "all_references",
+    "all_tables",
+    "published_table",
+    "references_for",
+]
 
 #: Which data split a number was measured on; "unstated" when the paper does not say.
 SPLITS = frozenset({"train", "valid", "test", "unstated"})
@@ -64,6 +76,38 @@ class Reference:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class PublishedTable:
+    """One table of a paper: what its numbers count, and the runs that reproduce it.
+
+    `metric` is our metric that counts what the table's numbers count (`valid_loss`,
+    `valid_accuracy_all_steps`, `test_bpc`, ...); `take` says whether the paper's number is the best
+    value during training (`best`) or the value at its end (`last`). `objective`/`mode` is what the
+    runs optimize and report as their best value. `settings` (our names; `task.` for task settings)
+    apply to every row over the row's own, `per_model` to one model's rows; `readings` explains every
+    value the paper does not state; `unused` names the row settings that are not run settings and
+    why; `not_runnable` says why no run can be built.
+    """
+
+    paper: str
+    table: str
+    task: str
+    title: str
+    metric: str
+    take: str
+    objective: str
+    mode: str
+    settings: Mapping[str, Any]
+    per_model: Mapping[str, Mapping[str, Any]]
+    readings: Mapping[str, str]
+    unused: Mapping[str, str]
+    not_runnable: str | None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.paper, self.table
+
+
 # `citation` comes from the file's `papers` section, so it is not repeated in every entry.
 _OPTIONAL = {"note"}
 _ENTRY_FIELDS = {f.name for f in fields(Reference)} - {"citation"}
@@ -73,6 +117,21 @@ _REQUIRED = _ENTRY_FIELDS - _OPTIONAL
 def all_references() -> list[Reference]:
     """Every transcribed number, in file order (paper, then table, then row)."""
     return list(_load())
+
+
+def all_tables() -> list[PublishedTable]:
+    """Every published table, in file order."""
+    return list(_load_tables())
+
+
+def published_table(paper: str, table: str) -> PublishedTable:
+    """The table named `table` ("Table 2", or "2") of `paper`; KeyError names the choices."""
+    wanted = table if table.lower().startswith("table") else f"Table {table}"
+    for entry in _load_tables():
+        if entry.paper == paper and entry.table.lower() == wanted.lower():
+            return entry
+    choices = ", ".join(f"{t.paper} {t.table!r}" for t in _load_tables())
+    raise KeyError(f"no table {table!r} of paper {paper!r}; the tables are: {choices}")
 
 
 def references_for(task: str, **settings: Any) -> list[Reference]:
@@ -90,34 +149,121 @@ def references_for(task: str, **settings: Any) -> list[Reference]:
     ]
 
 
-@functools.cache
 def _load() -> tuple[Reference, ...]:
+    return _load_all()[1]
+
+
+def _load_tables() -> tuple[PublishedTable, ...]:
+    return _load_all()[0]
+
+
+@functools.cache
+def _load_all() -> tuple[tuple[PublishedTable, ...], tuple[Reference, ...]]:
     """Parse and validate the data file once; every caller shares the immutable result."""
     text = resources.files(__name__).joinpath(_DATA_FILE).read_text(encoding="utf-8")
     return _parse(yaml.safe_load(text))
 
 
-def _parse(data: Any) -> tuple[Reference, ...]:
-    if not isinstance(data, dict) or set(data) != {"papers", "references"}:
+def _parse(data: Any) -> tuple[tuple[PublishedTable, ...], tuple[Reference, ...]]:
+    if not isinstance(data, dict) or set(data) != {"papers", "tables", "references"}:
         raise ReferenceDataError(
-            f"{_DATA_FILE}: expected exactly the top-level keys 'papers' and 'references'"
+            f"{_DATA_FILE}: expected exactly the top-level keys 'papers', 'tables' and 'references'"
         )
     papers = data["papers"]
     if not isinstance(papers, dict) or not all(isinstance(v, str) and v for v in papers.values()):
         raise ReferenceDataError(f"{_DATA_FILE}: 'papers' must map each paper id to its citation")
-    entries = data["references"]
-    if not isinstance(entries, list):
-        raise ReferenceDataError(f"{_DATA_FILE}: 'references' must be a list of entries")
-    return tuple(_entry(index, raw, papers) for index, raw in enumerate(entries))
+    for name in ("tables", "references"):
+        if not isinstance(data[name], list):
+            raise ReferenceDataError(f"{_DATA_FILE}: '{name}' must be a list of entries")
+    tables = tuple(_table(index, raw, papers) for index, raw in enumerate(data["tables"]))
+    references = tuple(_entry(index, raw, papers) for index, raw in enumerate(data["references"]))
+    described = {t.key: t for t in tables}
+    if len(described) != len(tables):
+        raise ReferenceDataError(f"{_DATA_FILE}: a table is described twice under 'tables'")
+    for index, ref in enumerate(references):
+        table = described.get((ref.paper, ref.table))
+        if table is None:
+            raise ReferenceDataError(
+                f"{_DATA_FILE} entry {index}: {ref.paper} {ref.table} has no entry under 'tables'"
+            )
+        if table.task != ref.task:
+            raise ReferenceDataError(
+                f"{_DATA_FILE} entry {index}: task {ref.task!r} is not its table's {table.task!r}"
+            )
+    return tables, references
+
+
+_TABLE_FIELDS = {
+    "paper",
+    "table",
+    "task",
+    "title",
+    "ours",
+    "settings",
+    "per_model",
+    "readings",
+    "unused",
+    "not_runnable",
+}
+_OURS_FIELDS = {"metric", "take", "objective", "mode"}
+
+
+def _where(kind: str, index: int, raw: Any, keys: tuple[str, ...], known: set[str]) -> str:
+    """How messages name the entry; a non-mapping or an unknown field is refused here."""
+    if not isinstance(raw, dict):
+        raise ReferenceDataError(f"{_DATA_FILE} {kind} {index}: expected a mapping, got {type(raw).__name__}")
+    where = f"{_DATA_FILE} {kind} {index} ({' '.join(str(raw.get(k, '?')) for k in keys)})"
+    unknown = set(raw) - known
+    if unknown:
+        raise ReferenceDataError(f"{where}: unknown field(s) {sorted(unknown)}")
+    return where
+
+
+def _table(index: int, raw: Any, papers: Mapping[str, str]) -> PublishedTable:
+    where = _where("table", index, raw, ("paper", "table"), _TABLE_FIELDS)
+    for name in ("paper", "table", "task", "title"):
+        if not isinstance(raw.get(name), str) or not raw[name]:
+            raise ReferenceDataError(f"{where}: {name} must be a non-empty string")
+    if raw["paper"] not in papers:
+        raise ReferenceDataError(f"{where}: paper {raw['paper']!r} is not listed under 'papers'")
+    ours = raw.get("ours")
+    if not isinstance(ours, dict) or set(ours) != _OURS_FIELDS:
+        raise ReferenceDataError(f"{where}: ours must give exactly {sorted(_OURS_FIELDS)}")
+    if ours["take"] not in ("best", "last") or ours["mode"] not in ("min", "max"):
+        raise ReferenceDataError(f"{where}: ours.take must be best or last, ours.mode min or max")
+    not_runnable = raw.get("not_runnable")
+    runnable_fields = ("settings", "readings", "unused")
+    if not_runnable is not None:
+        if not isinstance(not_runnable, str) or any(name in raw for name in (*runnable_fields, "per_model")):
+            raise ReferenceDataError(f"{where}: not_runnable is a reason, given instead of run settings")
+    else:
+        for name in runnable_fields:
+            if not isinstance(raw.get(name), dict):
+                raise ReferenceDataError(f"{where}: {name} must be a mapping (or say why under not_runnable)")
+        per_model = raw.get("per_model", {})
+        if not isinstance(per_model, dict) or not all(isinstance(v, dict) for v in per_model.values()):
+            raise ReferenceDataError(f"{where}: per_model must map models to settings")
+        if not all(isinstance(v, str) and v for v in (*raw["readings"].values(), *raw["unused"].values())):
+            raise ReferenceDataError(f"{where}: readings and unused must map names to explanations")
+    return PublishedTable(
+        paper=raw["paper"],
+        table=raw["table"],
+        task=raw["task"],
+        title=raw["title"],
+        metric=ours["metric"],
+        take=ours["take"],
+        objective=ours["objective"],
+        mode=ours["mode"],
+        settings=_freeze(raw.get("settings") or {}),
+        per_model=_freeze(raw.get("per_model") or {}),
+        readings=_freeze(raw.get("readings") or {}),
+        unused=_freeze(raw.get("unused") or {}),
+        not_runnable=not_runnable,
+    )
 
 
 def _entry(index: int, raw: Any, papers: Mapping[str, str]) -> Reference:
-    if not isinstance(raw, dict):
-        raise ReferenceDataError(f"{_DATA_FILE} entry {index}: expected a mapping, got {type(raw).__name__}")
-    where = f"{_DATA_FILE} entry {index} ({' '.join(str(raw.get(k, '?')) for k in ('paper', 'table', 'task', 'model'))})"
-    unknown = set(raw) - _ENTRY_FIELDS
-    if unknown:
-        raise ReferenceDataError(f"{where}: unknown field(s) {sorted(unknown)}")
+    where = _where("entry", index, raw, ("paper", "table", "task", "model"), _ENTRY_FIELDS)
     missing = _REQUIRED - set(raw)
     if missing:
         raise ReferenceDataError(f"{where}: missing field(s) {sorted(missing)}")

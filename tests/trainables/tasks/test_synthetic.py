@@ -138,3 +138,32 @@ def test_test_split_is_fixed_by_data_seed_and_differs_from_validation(name):
 
     metrics = a.evaluate(Zero(), "test")
     assert set(metrics) == {m.replace("valid_", "test_") for m in a.metrics}
+
+
+class AlwaysClass(nn.Module):
+    """Predicts one class at every step: the memoryless answer when the class is blank."""
+
+    def __init__(self, classes: int, answer: int) -> None:
+        super().__init__()
+        self.classes, self.answer = classes, answer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = torch.zeros(*x.shape[:2], self.classes)
+        logits[..., self.answer] = 1.0
+        return logits
+
+
+@pytest.mark.parametrize(("task", "classes"), [("copying", 9), ("denoise", 10)])
+def test_recall_tasks_report_accuracy_over_all_steps_and_over_the_answers(task: str, classes: int) -> None:
+    """A network that always outputs blank is right on the T + 10 blank steps and on none of the
+    ten answers: the NC-GRU tables' all-steps accuracy reads (T + 10) / (T + 20), ours 0."""
+    instance = make(task, T=50, valid_size=64)
+    metrics = instance.evaluate(AlwaysClass(classes, 0))
+    assert set(metrics) == set(type(instance).metrics)
+    assert metrics["valid_accuracy_all_steps"] == pytest.approx(60 / 70)
+    assert metrics["valid_accuracy_answer_steps"] == 0.0
+    perfect = instance.evaluate(AlwaysClass(classes, 1))  # symbol 1 everywhere
+    answers = torch.cat([targets[-10:] for _, targets in instance.fixed_batches("valid")])
+    share = (answers == 1).double().mean().item()
+    assert perfect["valid_accuracy_answer_steps"] == pytest.approx(share)
+    assert perfect["valid_accuracy_all_steps"] == pytest.approx(share * 10 / 70)
