@@ -90,7 +90,7 @@ def test_every_reading_names_a_setting_the_runs_use_or_a_condition() -> None:
         if table.not_runnable is None:
             names = {k for row in plan(table.paper, table.table).rows for k in row.params}
             for reading in table.readings:
-                assert reading in names or reading in ("split", "accuracy"), (table.key, reading)
+                assert reading in names or reading in ("split", "accuracy", "seeds"), (table.key, reading)
 
 
 def test_smoke_profile_shrinks_every_run() -> None:
