@@ -17,6 +17,8 @@ CONFIGMAP = DEPLOY / "base" / "sweeps-configmap.yaml"
 HEADER = """\
 # The sweep specs the RayJob and RayCluster mount read-only at /etc/sweeper/sweeps/: copies of
 # configs/*.yaml, written by deploy/sync_configs.py (run it after editing a spec; do not edit here).
+# yamllint disable rule:line-length
+# (the specs' lines are copied as they are: their length is configs/' to choose, not this file's)
 apiVersion: v1
 kind: ConfigMap
 metadata:
