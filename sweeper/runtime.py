@@ -59,6 +59,9 @@ def quiet_environment(verbose: bool) -> None:
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "3600")  # sweeper resumes from the studies
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Trials keep the launch directory as theirs (Tune would move them into their trial folder), so
+    # a relative data_dir names the files preflight checked; trials write only to temporary folders.
+    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
     if verbose:
         return
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")

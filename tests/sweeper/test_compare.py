@@ -57,7 +57,7 @@ def handmade(tmp_path):
                         "mlflow_run_id": f"run-{study_record.model}-{number}",
                         FINAL_METRICS_ATTR: {
                             "valid_loss": curve[200],
-                            "valid_accuracy": 0.5,
+                            "valid_accuracy_all_steps": 0.5,
                             "ortho_error": 1e-6,
                             **network_facts(task, network),  # a trial reports its size and baseline
                         },

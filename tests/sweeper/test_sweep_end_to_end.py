@@ -71,7 +71,7 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
         assert tags["state"] == states[(tags["model"], int(tags["optuna.trial_number"]))]
         history = client.get_metric_history(child.info.run_id, "valid_loss")
         assert [m.step for m in history][:1] == [10]
-        assert {"train_loss", "valid_accuracy", "wall_time", "grad_norm"} <= set(child.data.metrics)
+        assert {"train_loss", "valid_accuracy_all_steps", "wall_time", "grad_norm"} <= set(child.data.metrics)
         assert "hidden_size" in child.data.params and child.data.params["task.T"] == "6"
     for parent in parents:
         assert "best_objective" in parent.data.metrics
@@ -267,3 +267,20 @@ def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
     assert process.returncode == 130, output
     assert "sweeper resume twice-1" in output
     assert "Traceback" not in output, output
+
+
+def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(tmp_path):
+    """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
+    directory preflight checked, relative to where `sweeper launch` ran."""
+    from tests.trainables.tasks import corpora
+
+    corpora.write_ptb(tmp_path / "data" / "ptb")
+    raw = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
+    raw["params"].update(iterations=4, eval_every=2, batch_size=4)
+    raw["scheduler"] = {"name": "none"}
+    raw["budget"] = {"trials": 1}
+    config = write_spec(tmp_path, raw)
+    result = run_cli(["launch", str(config)], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (trial,) = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "ptb-1")["gru"]
+    assert trial.state == TrialState.COMPLETE, trial.user_attrs
