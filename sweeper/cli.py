@@ -771,5 +771,9 @@ def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device
         raise BadInput(str(exc)) from None
 
 
+from sweeper.job_commands import job  # noqa: E402  (sweeper job ...; it imports this module's errors lazily)
+
+main.add_command(job)
+
 if __name__ == "__main__":
     main()

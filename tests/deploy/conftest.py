@@ -1,14 +1,26 @@
-"""Fixtures for the deployment tests: each overlay rendered once per session, and the KubeRay CRDs."""
+"""Fixtures for the deployment tests: each overlay rendered once per session, the KubeRay CRDs, and
+checkov in a virtual environment of its own.
+
+checkov pins packages that conflict with the project's (an older networkx, among others), so it
+never shares the test environment: the first session creates `build/checkov-venv-<version>/` at
+the repository root (about a minute) and later sessions reuse it.
+"""
 
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.deploy.workloads import CRD_DIR, OVERLAYS, render_overlay
+from tests.deploy.workloads import CRD_DIR, OVERLAYS, REPO, render_overlay
+
+CHECKOV_VERSION = "3.3.30"
+CHECKOV_VENV = REPO / "build" / f"checkov-venv-{CHECKOV_VERSION}"
 
 _rendered: dict[str, list[dict[str, Any]]] = {}
 
@@ -29,3 +41,29 @@ def resources(overlay: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def crd_dir() -> Path:
     return CRD_DIR
+
+
+@pytest.fixture(scope="session")
+def checkov() -> Path:
+    """The checkov executable, installed at the pinned version in its own virtual environment.
+    A marker file written after a complete install tells a usable environment from a broken one."""
+    executable = CHECKOV_VENV / "bin" / "checkov"
+    installed = CHECKOV_VENV / "installed"
+    if not installed.is_file():
+        shutil.rmtree(CHECKOV_VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(CHECKOV_VENV)], check=True, timeout=300)
+        pip = [
+            str(CHECKOV_VENV / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ]
+        done = subprocess.run(
+            [*pip, f"checkov=={CHECKOV_VERSION}"], capture_output=True, text=True, timeout=900
+        )
+        if done.returncode != 0:
+            pytest.fail(f"installing checkov {CHECKOV_VERSION} failed:\n{done.stderr[-3000:]}")
+        installed.write_text(f"checkov=={CHECKOV_VERSION}\n")
+    return executable

@@ -17,74 +17,24 @@ import contextlib
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, render_overlay
 from tests.helpers import POSTGRES_ADMIN_URL
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 CONFIG = REPO / "configs" / "denoise.yaml"
-
-
-class Processes:
-    """Background processes, each in its own session, stopped by process group (TERM, then KILL)."""
-
-    def __init__(self, logdir: Path) -> None:
-        self.logdir = logdir
-        self.started: list[tuple[subprocess.Popen[bytes], Path]] = []
-
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> Path:
-        """Start `argv` with its output in `<name>.log`, which is returned."""
-        log = self.logdir / f"{name}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                argv, env=env, cwd=self.logdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        self.started.append((process, log))
-        return log
-
-    def wait_for(self, what: str, ready: Callable[[], bool], timeout: float = 90) -> None:
-        """Poll `ready` until it holds, failing early (with its log) if a process died."""
-        deadline = time.monotonic() + timeout
-        while not ready():
-            for process, log in self.started:
-                if process.poll() is not None:
-                    raise RuntimeError(
-                        f"{log.stem} exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-                    )
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} not ready after {timeout:.0f}s\n{self.tails()}")
-            time.sleep(0.5)
-
-    def tails(self) -> str:
-        return "\n".join(f"--- {log.stem}\n{log.read_text()[-3000:]}" for _, log in self.started)
-
-    def stop_all(self) -> None:
-        for process, _ in reversed(self.started):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        for process, _ in reversed(self.started):
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(max(0.1, deadline - time.monotonic()))
-            # `ray start --block` can linger after its children died, and daemons may outlive it
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @dataclass
@@ -106,20 +56,6 @@ class Rehearsal:
             text=True,
             timeout=240,
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -147,42 +83,18 @@ def throwaway_databases(count: int) -> Iterator[list[str]]:
         admin.dispose()
 
 
-def _node_options(temp_dir: Path) -> list[str]:
-    """One node's `ray start` options: loopback, a private temp dir and explicit free ports for its
-    services, so two nodes on one machine (and other users' Ray instances) never collide."""
-    options = [
-        "--node-ip-address",
-        "127.0.0.1",
-        "--temp-dir",
-        str(temp_dir),
-        "--block",
-        "--disable-usage-stats",
-    ]
-    options += ["--object-store-memory", str(200 * 2**20)]
-    for option in (
-        "--node-manager-port",
-        "--object-manager-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--metrics-export-port",
-        "--runtime-env-agent-port",
-    ):
-        options += [option, str(free_port())]
-    return options
-
-
 def start_ray(processes: Processes, env: dict[str, str], head_cpus: str, worker_cpus: int) -> str:
     """A head and one worker; returns the head's GCS address once both nodes have joined."""
     address = f"127.0.0.1:{free_port()}"
     temp_dir = processes.logdir / "ray"
     head = ["ray", "start", "--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus", head_cpus]
     head_log = processes.start(
-        "ray-head", [*head, "--include-dashboard", "false", *_node_options(temp_dir)], env
+        "ray-head", [*head, "--include-dashboard", "false", *node_options(temp_dir)], env
     )
     # `ray start` prints this once the node is registered with the GCS (cheaper than polling Ray)
     processes.wait_for("the Ray head", lambda: "Ray runtime started" in head_log.read_text())
     worker = ["ray", "start", f"--address={address}", "--num-cpus", str(worker_cpus)]
-    worker_log = processes.start("ray-worker", [*worker, *_node_options(temp_dir)], env)
+    worker_log = processes.start("ray-worker", [*worker, *node_options(temp_dir)], env)
     processes.wait_for("the Ray worker", lambda: "Ray runtime started" in worker_log.read_text())
     return address
 
@@ -228,14 +140,18 @@ def rehearsal() -> Iterator[Rehearsal]:
         try:
             tracking_uri = start_mlflow(processes, env, mlflow, mlflow_db)
             address = start_ray(processes, env, cluster["headGroupSpec"]["rayStartParams"]["num-cpus"], 2)
-            processes.wait_for("the MLflow server", lambda: _http_ok(f"{tracking_uri}/health"))
+            processes.wait_for("the MLflow server", lambda: http_ok(f"{tracking_uri}/health"))
             local = {
                 "SWEEPER_STORAGE": studies_db,
                 "SWEEPER_TRACKING_URI": tracking_uri,
                 "SWEEPER_RAY_ADDRESS": address,  # `auto` inside the head pod
                 "SWEEPER_RESULTS": str(workdir / "results"),  # the shared volume's mount
             }
-            assert set(head_env) == set(local), "the manifests' head environment changed: rehearse it"
+            ray_settings = {k: v["value"] for k, v in head_env.items() if k.startswith("RAY_")}  # as they are
+            assert set(head_env) == {*local, *ray_settings}, (
+                "the manifests' head environment changed: rehearse it"
+            )
+            local.update(ray_settings)
             (workdir / "results").mkdir()
             (workdir / "cwd").mkdir()
             yield Rehearsal(workdir / "cwd", {**env, **local}, studies_db, tracking_uri, processes)

@@ -18,8 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.deploy.kustomize_render import KustomizeError, render
-from tests.deploy.workloads import find, render_overlay
+from tests.deploy.workloads import find, kustomize, render_overlay
 
 # The oldest Kubernetes minor we claim to support, and the newest the package knows.
 K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
@@ -112,36 +111,26 @@ def test_a_misspelt_core_field_fails() -> None:
         kubernetes_validate.validate(deployment, K8S_VERSIONS[-1], strict=True)
 
 
-def test_the_renderer_refuses_what_it_does_not_implement(tmp_path: Path) -> None:
-    (tmp_path / "kustomization.yaml").write_text("resources: []\ncommonLabels: {a: b}\n")
-    with pytest.raises(KustomizeError, match="commonLabels"):
-        render(tmp_path)
-
-
-def test_the_renderer_applies_patches_images_and_namespace(tmp_path: Path) -> None:
-    """The three transformers deploy/ relies on, including images inside a custom resource and a
-    failing JSON-patch `test` operation (which must stop the build, as in kustomize)."""
-    job = {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": "j"},
-        "spec": {"a": [{"containers": [{"name": "c", "image": "reg:5000/x:1"}]}], "n": 1},
-    }
-    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+def test_a_patch_that_no_longer_applies_fails_the_render(tmp_path: Path) -> None:
+    """The overlays guard their positional patches with JSON-patch `test` operations (the GPU
+    group is the second one): kustomize must stop there rather than patch the wrong group."""
+    (tmp_path / "base").mkdir()
+    (tmp_path / "overlay").mkdir()
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "c"}}
+    cluster["spec"] = {"workerGroupSpecs": [{"groupName": "cpu"}, {"groupName": "cpu-large"}]}
+    (tmp_path / "base" / "c.yaml").write_text(yaml.safe_dump(cluster))
+    (tmp_path / "base" / "kustomization.yaml").write_text("resources: [c.yaml]\n")
+    patch = "- {op: test, path: /spec/workerGroupSpecs/1/groupName, value: gpu}"
     kustomization = {
-        "namespace": "ns",
-        "resources": ["job.yaml"],
-        "images": [{"name": "reg:5000/x", "newName": "other/x", "newTag": "2"}],
-        "patches": [
-            {"target": {"kind": "RayJob", "name": "j"}, "patch": "- {op: replace, path: /spec/n, value: 2}"}
-        ],
+        "resources": ["../base"],
+        "patches": [{"target": {"kind": "RayCluster"}, "patch": patch}],
     }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    (out,) = render(tmp_path)
-    assert out["metadata"]["namespace"] == "ns"
-    assert out["spec"]["n"] == 2
-    assert out["spec"]["a"][0]["containers"][0]["image"] == "other/x:2"
-    kustomization["patches"][0]["patch"] = "- {op: test, path: /spec/n, value: 3}"
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    with pytest.raises(KustomizeError, match="test failed"):
-        render(tmp_path)
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    with pytest.raises(RuntimeError, match="test failed"):
+        kustomize(tmp_path / "overlay")
+
+
+def test_the_rayjob_runs_the_rayclusters_cluster(resources: list[dict[str, Any]]) -> None:
+    """Each overlay copies the RayCluster's spec, as patched, into the RayJob (`replacements`)."""
+    job = find(resources, "RayJob", "sweeper-denoise")
+    assert job["spec"]["rayClusterSpec"] == find(resources, "RayCluster", "sweeper")["spec"]

