@@ -15,18 +15,13 @@ from sqlalchemy import select
 from sweeper.confirmations import mean_std
 from sweeper.status import ConfirmationStatus
 from sweeper.store import ConfirmationRecord, Store, SweepRecord
-from trainables.reference import PublishedTable, Reference, published_table, references_for
+from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
 
 SPREAD = 2.0  # theirs is "within" when it lies within this many of our standard deviations
 
 
 def source_of(row_index: int) -> int:
     return -1 - row_index
-
-
-def table_rows(table: PublishedTable) -> list[Reference]:
-    """The table's published rows in file order; a row's index here is its identity."""
-    return [r for r in references_for(table.task) if (r.paper, r.table) == table.key]
 
 
 def row_metric(table: PublishedTable, ref: Reference) -> str:
@@ -46,8 +41,7 @@ class ReproducedRow:
 
     @property
     def label(self) -> str:
-        variant = ", ".join(f"{k}={v}" for k, v in self.reference.model_settings.items())
-        return f"{self.reference.model} ({variant})" if variant else self.reference.model
+        return row_label(self.reference)
 
     @property
     def ours(self) -> tuple[float | None, float | None]:

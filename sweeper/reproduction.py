@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from sweeper.spec import SweepSpec
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
-from trainables.reference import PublishedTable, Reference, published_table, references_for
+from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
 from trainables.registry import MODELS, TASKS
 
 # The papers' setting names → ours (`task.` for a task setting).
@@ -63,8 +63,7 @@ class Row:
 
     @property
     def label(self) -> str:
-        variant = ", ".join(f"{k}={v}" for k, v in self.reference.model_settings.items())
-        return f"{self.model} ({variant})" if variant else self.model
+        return row_label(self.reference)
 
     @property
     def task_settings(self) -> dict[str, Any]:
@@ -124,7 +123,7 @@ def plan(
         raise NotReproducible(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}")
     load_all()
     task_fields = set(TASKS.get(entry.task).settings.model_fields)
-    all_rows = [r for r in references_for(entry.task) if (r.paper, r.table) == entry.key]
+    all_rows = table_rows(entry)
     rows, skipped = [], []
     for index, ref in enumerate(all_rows):
         if only and any(ref.settings.get(k) != v for k, v in only.items()):

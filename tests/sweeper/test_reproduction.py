@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sweeper.reproduced import ReproducedRow, row_metric, table_rows
+from sweeper.reproduced import ReproducedRow, row_metric
 from sweeper.reproduction import NotReproducible, plan, row_params, spec_for
-from trainables.reference import all_tables, published_table
+from trainables.reference import all_tables, published_table, table_rows
 
 
 def test_ncgru_table_2_runs_each_published_row_at_its_settings() -> None:

@@ -37,6 +37,8 @@ __all__ = [
     "all_tables",
     "published_table",
     "references_for",
+    "row_label",
+    "table_rows",
 ]
 
 #: Which data split a number was measured on; "unstated" when the paper does not say.
@@ -132,6 +134,17 @@ def published_table(paper: str, table: str) -> PublishedTable:
             return entry
     choices = ", ".join(f"{t.paper} {t.table!r}" for t in _load_tables())
     raise KeyError(f"no table {table!r} of paper {paper!r}; the tables are: {choices}")
+
+
+def table_rows(table: PublishedTable) -> list[Reference]:
+    """The table's published rows in file order; a row's index here is its identity."""
+    return [r for r in _load() if (r.paper, r.table) == table.key]
+
+
+def row_label(ref: Reference) -> str:
+    """The row as the paper names it: the model, and its variant where the table has several."""
+    variant = ", ".join(f"{k}={v}" for k, v in ref.model_settings.items())
+    return f"{ref.model} ({variant})" if variant else ref.model
 
 
 def references_for(task: str, **settings: Any) -> list[Reference]:
