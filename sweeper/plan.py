@@ -9,7 +9,7 @@ from sweeper.spec import SweepSpec
 from sweeper.store import redact
 
 if TYPE_CHECKING:
-    from sweeper.reproduction import Part, Reproduction, Row
+    from sweeper.reproduction import Reproduction, Row
 
 
 def plan_text(spec: SweepSpec, storage_url: str, tracking_uri: str, address: str | None) -> str:
@@ -72,20 +72,20 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
     for part, spec in zip(repro.parts, specs, strict=True):
         lines.append(f"  sweep {spec.name}: task {table.task} {part.task_settings}")
         for row in part.rows:
+            if row.runs_of != row.index:
+                lines.append(f"    {row.label}: the runs of row {row.runs_of} ({row.reference.split} split)")
+                continue
             shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
             extra = ", ".join(
                 f"{k}={v}"
                 for k, v in row.params.items()
                 if k not in SHOWN and k.removeprefix("task.") not in part.task_settings
             )
-            if row.runs_of != row.index:
-                lines.append(f"    {row.label}: the runs of row {row.runs_of} ({row.reference.split} split)")
-                continue
             steps = row.params["iterations"] * repro.seeds
             total_steps += steps
             cost = ""
             if estimate:
-                seconds = _step_seconds(table.task, part, row, spec)
+                seconds = _step_seconds(row, spec)
                 if seconds is None:
                     timed = False
                     cost = "; not timed (see preflight)"
@@ -93,7 +93,8 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
                     total_seconds += seconds * steps
                     cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
             lines.append(f"    {row.label}: {shown}{cost}")
-            lines.append(f"      also {extra}")
+            if extra:
+                lines.append(f"      also {extra}")
     summary = f"  total: {total_steps:,} training steps"
     if estimate and timed:
         summary += f", about {_duration(total_seconds)} one run at a time on this machine"
@@ -102,7 +103,7 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
     return "\n".join(lines + skipped)
 
 
-def _step_seconds(task: str, part: Part, row: Row, spec: SweepSpec) -> float | None:
+def _step_seconds(row: Row, spec: SweepSpec) -> float | None:
     from sweeper.spec import trial_config
     from trainables.step_time import seconds_per_step
 

@@ -76,13 +76,11 @@ def run_reproduction(store: Store, record: SweepRecord, where: Where) -> RunEnd:
     started = time.monotonic()
     store.update_sweep(record.id, status=SweepStatus.RUNNING, started_at=record.started_at or now())
     end = run_jobs(store, record, where, jobs, f"{record.name} reproduction")
-    left = pending_jobs(store, record)
-    status = end.status if left or end.status != SweepStatus.FINISHED else SweepStatus.FINISHED
     store.update_sweep(
         record.id,
-        status=status,
+        status=end.status,
         ended_at=now(),
         elapsed_s=record.elapsed_s + time.monotonic() - started,
         message=end.message,
     )
-    return RunEnd(record.name, status, end.message)
+    return end
