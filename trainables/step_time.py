@@ -7,11 +7,12 @@ counted; evaluation is not counted either.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from trainables.train import TrialConfig, build, build_optimizers, pick_device
+from trainables.train import TrialConfig, apply_step, build, build_optimizers, gradients, pick_device
 
 
 def seconds_per_step(config: Mapping[str, Any], steps: int = 2) -> float:
@@ -20,19 +21,13 @@ def seconds_per_step(config: Mapping[str, Any], steps: int = 2) -> float:
     device = pick_device(trial.device)
     task, network, rnns = build(trial, device)
     optimizers = build_optimizers(rnns, network, trial)
+    clip = trial.training["grad_clip"] or math.inf
 
     def step() -> None:
-        loss = task.loss(network, task.train_batch())
-        for optimizer in optimizers:
-            optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        for optimizer in optimizers:
-            optimizer.step()
-        for rnn in rnns:
-            rnn.after_optimizer_step()
+        loss, _ = gradients(task, network, optimizers, clip)
+        apply_step(optimizers, rnns)
         float(loss.detach())  # waits for the device
 
-    network.train()
     step()
     started = time.perf_counter()
     for _ in range(steps):

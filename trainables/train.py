@@ -206,6 +206,27 @@ def build(trial: TrialConfig, device: torch.device) -> tuple[Task, nn.Module, li
     return task, network, recurrent_models(network)
 
 
+def gradients(
+    task: Task, network: nn.Module, optimizers: Sequence[torch.optim.Optimizer], clip: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first half of a training step, on one fresh batch: the loss and the clipped gradient's
+    norm, both left on the device."""
+    network.train()
+    loss = task.loss(network, task.train_batch())
+    for optimizer in optimizers:
+        optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    return loss, torch.nn.utils.clip_grad_norm_(network.parameters(), clip)
+
+
+def apply_step(optimizers: Sequence[torch.optim.Optimizer], rnns: Sequence[RecurrentModel]) -> None:
+    """The second half: every optimizer steps, then the models carry their maintained inverses over."""
+    for optimizer in optimizers:
+        optimizer.step()
+    for rnn in rnns:
+        rnn.after_optimizer_step()
+
+
 EARLY_STEPS = (1, 2, 5, 10, 20, 50)  # `progress` hears of these, before the first report
 Progress = Callable[[int, float, float], None]  # (step, mean training loss so far, seconds)
 
@@ -258,12 +279,7 @@ def train(
     clip = hp["grad_clip"] if hp["grad_clip"] > 0 else math.inf
     window_start = first
     for step in range(first, hp["iterations"] + 1):
-        network.train()
-        loss = task.loss(network, task.train_batch())
-        for optimizer in optimizers:
-            optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(network.parameters(), clip)
+        loss, grad_norm = gradients(task, network, optimizers, clip)
         loss_sum += loss.detach()
         norm_sum += grad_norm
         window_steps += 1
@@ -279,10 +295,7 @@ def train(
                 )
         if early:
             progress(step, loss_total / window_steps, time.perf_counter() - started)
-        for optimizer in optimizers:
-            optimizer.step()
-        for rnn in rnns:
-            rnn.after_optimizer_step()
+        apply_step(optimizers, rnns)
         if reporting:
             network.eval()
             final = step == hp["iterations"]
