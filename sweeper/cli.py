@@ -613,29 +613,12 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
 
 def _reproduction_report(store: Store, record: SweepRecord) -> tuple[dict[str, str], Any]:
     """A reproduction's report: ours beside the published table, in each format."""
-    import csv
-    import io
-    import json
-
-    from sweeper.reproduced import notes, reproduced, to_markdown, to_records
+    from sweeper.reproduced import rendered, reproduced
     from sweeper.tables import reproduction_table
 
     table, rows = reproduced(store, record)
     title = f"{record.name}: ours beside {table.paper} {table.table}"
-    records = to_records(rows)
-    buffer = io.StringIO()
-    if records:
-        writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
-        writer.writeheader()
-        writer.writerows(
-            {k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in r.items()} for r in records
-        )
-    rendered = {
-        "markdown": to_markdown(table, rows, title, record.profile),
-        "json": json.dumps({"notes": notes(table, record.profile), "rows": records}, indent=2),
-        "csv": buffer.getvalue(),
-    }
-    return rendered, reproduction_table(title, rows)
+    return rendered(table, rows, title, record.profile), reproduction_table(title, rows)
 
 
 @main.command(name="sync-mlflow")

@@ -7,6 +7,8 @@ row's index among its table's rows (a sweep trial's number is never negative).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 
@@ -170,3 +172,22 @@ def to_records(rows: list[ReproducedRow]) -> list[dict[str, object]]:
             }
         )
     return records
+
+
+def rendered(
+    table: PublishedTable, rows: list[ReproducedRow], title: str, profile: str | None
+) -> dict[str, str]:
+    """The report's files: markdown (with the notes), JSON and CSV."""
+    records = to_records(rows)
+    buffer = io.StringIO()
+    if records:
+        writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(
+            {k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in r.items()} for r in records
+        )
+    return {
+        "markdown": to_markdown(table, rows, title, profile),
+        "json": json.dumps({"notes": notes(table, profile), "rows": records}, indent=2),
+        "csv": buffer.getvalue(),
+    }
