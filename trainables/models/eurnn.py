@@ -6,13 +6,11 @@ import torch
 from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
-from trainables.models.initialization import uniform_
+from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
 from trainables.registry import register_model
-
-INPUT_WEIGHT_INIT = 0.01
 
 
 @register_model(
@@ -37,8 +35,9 @@ class EURNN(OrthogonalModel):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.kernel = kernel
-        # U(±0.01), as the EUNN, scoRNN and NC-GRU code initialize the input weights
-        self.input_weight = nn.Parameter(uniform_(torch.empty(hidden_size, input_size), INPUT_WEIGHT_INIT))
+        self.input_weight = nn.Parameter(
+            uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
+        )
         self.rotations = GivensRotations(hidden_size, resolve_layout(layout, hidden_size), capacity)
         self.activation = ModReLU(hidden_size, modrelu_eps)
 

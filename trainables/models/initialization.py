@@ -10,6 +10,8 @@ import math
 
 import torch
 
+# The input weights' bound in the EUNN, scoRNN and NC-GRU code: U(±0.01).
+REFERENCE_INPUT_BOUND = 0.01
 # TensorFlow's variance-scaling "truncated_normal" draws from N(0, σ') cut at ±2σ', with σ'
 # enlarged by 1 / 0.8796… so that the truncated distribution keeps the intended spread.
 TRUNCATED_NORMAL_STD_FACTOR = 0.87962566103423978

@@ -30,6 +30,7 @@ from trainables.hyperparams import Hyperparam
 from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import (
+    REFERENCE_INPUT_BOUND,
     he_normal_,
     he_uniform_bound,
     sum_of_uniforms_,
@@ -143,7 +144,7 @@ class NCGRU(OrthogonalModel):
                 uniform_(weight, small)
             self.activation.bias.zero_()
         elif init == "ptb_code":
-            uniform_(candidate, 0.01)
+            uniform_(candidate, REFERENCE_INPUT_BOUND)
             uniform_(gates, small)
             sum_of_uniforms_(self.gate_bias, small)
             for weight in self.plain.values():

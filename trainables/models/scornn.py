@@ -10,13 +10,11 @@ import torch
 from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
-from trainables.models.initialization import uniform_
+from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
 from trainables.models.kernel_choice import KERNEL, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import register_model
-
-INPUT_WEIGHT_INIT = 0.01
 
 
 @register_model(
@@ -35,8 +33,9 @@ class ScoRNN(OrthogonalModel):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.kernel = kernel
-        # U(±0.01), as the EUNN, scoRNN and NC-GRU code initialize the input weights
-        self.input_weight = nn.Parameter(uniform_(torch.empty(hidden_size, input_size), INPUT_WEIGHT_INIT))
+        self.input_weight = nn.Parameter(
+            uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
+        )
         self.cayley = ScaledCayley(hidden_size, rho)
         self.activation = ModReLU(hidden_size, modrelu_eps)
 
