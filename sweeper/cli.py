@@ -354,7 +354,7 @@ def reproduce(
 
     where = _where(url, uri, address, results, verbose)
     try:
-        registered = register_parts(repro, where, gpus)
+        registered = register_parts(repro, specs, where)
     except (StoreError, MissingGPUs) as exc:
         raise _refused(exc) from None
     worst = 0

@@ -15,15 +15,17 @@ from sqlalchemy import select
 from sweeper.confirm import Job, confirm_seed, run_jobs
 from sweeper.launch import Where, register
 from sweeper.reproduced import source_of
-from sweeper.reproduction import Part, Reproduction, spec_for
+from sweeper.reproduction import Part, Reproduction
 from sweeper.runtime import RunEnd
+from sweeper.spec import SweepSpec
 from sweeper.status import ConfirmationStatus, SweepStatus
 from sweeper.store import ConfirmationRecord, Store, SweepRecord, now
 
 
-def register_parts(repro: Reproduction, where: Where, gpus: bool) -> list[tuple[Store, SweepRecord]]:
-    """One sweep per part, with every run of it registered as pending."""
-    specs = [spec_for(repro, part, gpus) for part in repro.parts]
+def register_parts(
+    repro: Reproduction, specs: list[SweepSpec], where: Where
+) -> list[tuple[Store, SweepRecord]]:
+    """One sweep per part (`specs`: `spec_for` each part), with every run of it registered as pending."""
     registered = []
     for part, spec in zip(repro.parts, specs, strict=True):
         store, record = register(spec, where, repro.profile, specs)
