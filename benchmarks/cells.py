@@ -2,8 +2,9 @@
 
 Prints (1) forward+backward time per batch of every registered model relative to `nn.GRU` at the
 same hidden size, with the path each model's time loop took (`torch` for PyTorch's own RNNs —
-cuDNN on a GPU —, `fused, k tiles of w` for the Triton kernels, `loop` for the plain loop); on a
-GPU the orthogonal models run fused and once more as `<model> loop`; (2) NC-GRU's inverse update
+cuDNN on a GPU —, the fused launch for the Triton kernels: path, rows per program, programs,
+SMs and precision —, `loop` for the plain loop); on a GPU the orthogonal models run fused and
+once more as `<model> loop`; (2) NC-GRU's inverse update
 by Neumann series of order 1–3 against the exact inverse, and (3) the share of a whole training
 step spent on the orthogonal parametrization (building U, its backward, and Algorithm 1's
 inverse update). The figures are also written to `benchmarks/results/cells-<device>.json`.
@@ -31,7 +32,6 @@ import torch
 
 from trainables.catalog import load_all
 from trainables.models.base import OrthogonalModel, RecurrentModel
-from trainables.models.kernel_choice import fused_scans
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, neumann_inverse_update
 from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS
@@ -119,13 +119,12 @@ def orthogonal_update(model: RecurrentModel) -> Callable[[], None]:
     return run
 
 
-def path(model: RecurrentModel, x: torch.Tensor) -> str:
-    """Which implementation runs the model's time loop for inputs like `x`."""
+def path(model: RecurrentModel) -> str:
+    """Which implementation ran the model's time loop: the fused launch (path, rows per program,
+    programs, SMs, precision), the loop, or PyTorch's own."""
     if not isinstance(model, OrthogonalModel):
         return "torch"
-    if model.scan_kernel(x) == "loop":
-        return "loop"
-    return fused_scans().tiling(model.hidden_size)
+    return model.kernel_record.path or "loop"
 
 
 def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) -> list[dict]:
@@ -150,15 +149,15 @@ def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) 
         updates = fastest_round({name: orthogonal_update(m) for name, m in orthogonal.items()}, rounds)
         print(f"\nforward+backward per batch, B={B} T={T} H={H} (relative to nn.GRU, same run)")
         print(
-            f"{'model':<17}{'path':<22}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
+            f"{'model':<17}{'path':<44}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
         )
         for name, model in models.items():
             update = updates.get(name)
             share = f"{100 * update / steps[name]:7.1f}%" if update is not None else f"{'-':>8}"
             update_ms = f"{1000 * update:16.2f}" if update is not None else f"{'-':>16}"
-            taken = path(model, x)
+            taken = path(model)
             print(
-                f"{name:<17}{taken:<22}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
+                f"{name:<17}{taken:<44}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
                 f"{1000 * steps[name]:10.2f}{update_ms}{share}"
             )
             rows.append(

@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -23,16 +23,9 @@ from rich.console import Console
 
 from sweeper.spec import SpecError, SweepSpec, load_spec, parse_duration
 from sweeper.status import SweepStatus
-from sweeper.store import (
-    DEFAULT_HOME,
-    NoDatabase,
-    Store,
-    StoreError,
-    SweepRecord,
-    default_storage_url,
-    redact,
-)
-from sweeper.tracking import default_tracking_uri, resolve_tracking_uri, runs_page, ui_command
+
+if TYPE_CHECKING:
+    from sweeper.store import Store, SweepRecord
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -107,6 +100,8 @@ verbose_option = click.option("--verbose", is_flag=True, help="Show Ray's own lo
 
 def _open_store(url: str | None, sweep: str | None = None) -> Store:
     """The study database of existing sweeps: never created by a command that only reads."""
+    from sweeper.store import NoDatabase, Store, StoreError, default_storage_url
+
     try:
         return Store(url or default_storage_url(), create=False)
     except NoDatabase as exc:
@@ -123,6 +118,8 @@ def _load(path: str, profile: str | None) -> SweepSpec:
 
 
 def _find_sweep(store: Store, name: str | None) -> SweepRecord:
+    from sweeper.store import StoreError, redact
+
     try:
         if name is None:
             record = store.latest_sweep()
@@ -192,6 +189,8 @@ def launch(
     from sweeper.plan import matching_text, plan_text
     from sweeper.preflight import preflight
     from sweeper.runtime import MissingGPUs
+    from sweeper.store import StoreError, default_storage_url, redact
+    from sweeper.tracking import default_tracking_uri, runs_page, ui_command
 
     seconds = None
     if time_budget is not None:
@@ -263,7 +262,7 @@ def _print_end(store: Store, end: Any) -> int:
     """How a sweep's run ended: its studies best first, the verdict and the next commands, and
     the exit code that goes with it (a sweep whose every trial failed is a failure)."""
     from sweeper.report import recorded_baseline, sorted_best_first, study_summaries
-    from sweeper.store import DATABASE_ERRORS
+    from sweeper.store import DATABASE_ERRORS, redact
     from sweeper.tables import status_table
     from sweeper.verdict import all_failed, verdict
 
@@ -330,6 +329,8 @@ def reproduce(
     """
     from sweeper.preflight import preflight
     from sweeper.reproduction import NotReproducible, plan, spec_for
+    from sweeper.store import StoreError, default_storage_url
+    from sweeper.tracking import default_tracking_uri
 
     try:
         repro = plan(paper, table, seeds=seeds, profile=profile, only=_settings(only))
@@ -404,7 +405,9 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
     from sweeper.launch import resume as resume_sweep
     from sweeper.report import study_summaries
     from sweeper.runtime import MissingGPUs
+    from sweeper.store import StoreError
     from sweeper.tables import status_table
+    from sweeper.tracking import default_tracking_uri
 
     store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
@@ -534,7 +537,9 @@ def confirm(
     from sweeper.confirm import run_confirmation, select_studies
     from sweeper.confirmations import confirmed
     from sweeper.runtime import MissingGPUs
+    from sweeper.store import StoreError
     from sweeper.tables import confirmation_table
+    from sweeper.tracking import default_tracking_uri
 
     store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)
@@ -576,6 +581,7 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
     experiment, in a run named `report`.
     """
     from sweeper.compare import compare, to_csv, to_json, to_markdown
+    from sweeper.store import DEFAULT_HOME
     from sweeper.tables import comparison_table
     from sweeper.tracking import open_tracker
 
@@ -627,8 +633,9 @@ def _reproduction_report(store: Store, record: SweepRecord) -> tuple[dict[str, s
 @click.option("--tracking-uri", help="Sync to this MLflow instead of the sweep's (and record it).")
 def sync_mlflow_command(sweep: str, storage: str | None, tracking_uri: str | None) -> None:
     """Back-fill MLflow from SWEEP's studies (after a tracking outage, or onto a new server)."""
+    from sweeper.store import redact
     from sweeper.sync import SyncError, sync_mlflow
-    from sweeper.tracking import Tracker
+    from sweeper.tracking import Tracker, default_tracking_uri, resolve_tracking_uri
 
     store = _open_store(storage, sweep)
     record = _find_sweep(store, sweep)

@@ -1,18 +1,25 @@
 """Credentials in URLs: found and hidden the same way everywhere (storage and tracking URIs).
 
 SQLAlchemy's URL parser reads a password that contains '/', which a generic URL parser does
-not, and it also reads `?password=` query parameters; it parses http(s) URLs too.
+not, and it also reads `?password=` query parameters; it parses http(s) URLs too. It is
+imported on first use: the spec reads URLs, and `sweeper train` (which loads the spec's module)
+starts on a GPU image without SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 HIDDEN = "***"
 
 
 def _parse(url: str) -> URL | None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url)
     except (ArgumentError, ValueError):

@@ -178,9 +178,24 @@ def reads_every_step(device: torch.device) -> bool:
 
 def run_facts(rnns: Sequence[RecurrentModel], device: torch.device) -> dict[str, str]:
     """What a trial runs on, reported with its metrics: the implementation of the orthogonal
-    models' time loop. Raises ValueError, before any step, for `kernel: fused` where it cannot run."""
+    models' time loop. Raises ValueError, before any step, for `kernel: fused` where it cannot run.
+    Once the models have run, `kernel_facts` says what they ran."""
     kernels = {resolve_kernel(rnn.kernel, device) for rnn in rnns if isinstance(rnn, OrthogonalModel)}
     return {"kernel": ",".join(sorted(kernels))} if kernels else {}
+
+
+def kernel_facts(rnns: Sequence[RecurrentModel]) -> dict[str, str]:
+    """What the orthogonal models' time loops ran in their last forward pass: `kernel` (fused, loop,
+    or the loop after a fused path failed its self-check) and `kernel_path` (the fused launch)."""
+    records = [
+        rnn.kernel_record for rnn in rnns if isinstance(rnn, OrthogonalModel) and rnn.kernel_record.kernel
+    ]
+    if not records:
+        return {}
+    return {
+        "kernel": ",".join(sorted({record.kernel for record in records})),
+        "kernel_path": ";".join(sorted({record.path for record in records})),
+    }
 
 
 def network_facts(task: Task, network: nn.Module) -> dict[str, float]:
@@ -307,6 +322,7 @@ def train(
                 "wall_time": time.perf_counter() - started,
                 **combined_diagnostics(rnns),
                 **facts,
+                **kernel_facts(rnns),
             }
             if not math.isfinite(metrics[task.objective]):
                 raise TrialDiverged(f"{task.objective} became {metrics[task.objective]} at step {step}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import psutil
@@ -224,6 +225,27 @@ def test_train_reports_the_kernel_of_an_orthogonal_model(runner):
     )
     assert result.exit_code == 0, result.output
     assert "kernel=loop" in result.output
+    assert "kernel_path=loop" in result.output
+
+
+def test_train_starts_without_ray_optuna_mlflow_or_sqlalchemy(tmp_path):
+    """A GPU image may carry only torch, Triton and the small packages: `sweeper train` (the
+    benchmarks' way to run a trial) must not need what the sweep side needs."""
+    blocked = ("ray", "optuna", "mlflow", "sqlalchemy")
+    program = (
+        "import sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None\n"
+        "from sweeper.cli import main\n"
+        "sys.argv = ['sweeper', 'train', '--task', 'denoise', '--model', 'goru', '--device', 'cpu',"
+        " '--set', 'hidden_size=8', '--set', 'T=5', '--set', 'valid_size=8', '--set', 'test_size=8',"
+        " '--set', 'iterations=2', '--set', 'eval_every=2', '--set', 'batch_size=4']\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "kernel=loop" in done.stdout and not set(blocked) & set(done.stderr.split())
 
 
 def test_train_refuses_a_fused_kernel_where_it_cannot_run(runner, monkeypatch):

@@ -7,8 +7,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainables.models.kernel_choice import Kernel, resolve_kernel
+from trainables.models.kernel_choice import Kernel, fused_scans, resolve_kernel
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, orthogonal_diagnostics
+from trainables.models.scan_check import KernelRecord
 
 State = Any
 
@@ -41,9 +42,15 @@ class OrthogonalModel(RecurrentModel):
     """A model with orthogonal recurrent matrices, each a parametrization module among its
     submodules (`GivensRotations`, `ScaledCayley`): their parameters get the orthogonal
     optimizer, their maintained inverses are carried over each step, and their diagnostics are
-    reported. `kernel` picks the implementation of the time loop (`kernel_choice`)."""
+    reported. `kernel` picks the implementation of the time loop (`kernel_choice`), and
+    `kernel_record` says what the last forward pass ran."""
 
     kernel: str = "auto"
+    kernel_precision: str = "ieee"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel_record = KernelRecord()
 
     def parametrizations(self) -> list[GivensRotations | ScaledCayley]:
         return [m for m in self.modules() if isinstance(m, GivensRotations | ScaledCayley)]
@@ -61,6 +68,8 @@ class OrthogonalModel(RecurrentModel):
                 part.after_optimizer_step()
 
     def diagnostics(self) -> dict[str, float]:
+        if self.kernel_record.kernel == "fused":  # a barrier that gave up made this window's results wrong
+            fused_scans().raise_if_stalled(next(self.parameters()).device)
         with torch.no_grad():
             matrices = self.orthogonal_matrices()
         figures = orthogonal_diagnostics(matrices, self.orthogonal_parameters())
@@ -73,7 +82,19 @@ class OrthogonalModel(RecurrentModel):
 
     def scan_kernel(self, x: torch.Tensor) -> Kernel:
         """The implementation this forward pass takes for an input like `x`."""
-        return resolve_kernel(self.kernel, x.device, x.dtype)
+        kernel = resolve_kernel(self.kernel, x.device, x.dtype)
+        if kernel == "loop":
+            self.kernel_record.kernel = self.kernel_record.path = "loop"
+        return kernel
+
+    def scan_options(self) -> dict[str, Any]:
+        """What the fused scans take from the model's settings: precision, the self-check of
+        `kernel: auto`, and the record to fill."""
+        return {
+            "precision": self.kernel_precision,
+            "check": self.kernel == "auto",
+            "record": self.kernel_record,
+        }
 
 
 def detach_state(state: State) -> State:

@@ -7,7 +7,7 @@ from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.kernel_choice import KERNEL, fused_scans
+from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
 from trainables.registry import register_model
@@ -15,7 +15,7 @@ from trainables.registry import register_model
 
 @register_model(
     "eurnn",
-    hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL),
+    hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, *KERNEL_SETTINGS),
     orthogonal=True,
     description="EURNN (orthogonal): modReLU(U h + W x), U a product of Givens rotations",
 )
@@ -30,11 +30,12 @@ class EURNN(OrthogonalModel):
         capacity: int = 2,
         modrelu_eps: float = 0.0,
         kernel: str = "auto",
+        kernel_precision: str = "ieee",
     ) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
-        self.kernel = kernel
+        self.kernel, self.kernel_precision = kernel, kernel_precision
         self.input_weight = nn.Parameter(
             uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
         )
@@ -47,7 +48,9 @@ class EURNN(OrthogonalModel):
         h = x.new_zeros(x.shape[1], self.hidden_size) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
         if self.scan_kernel(x) == "fused":
-            return fused_scans().reset_after_scan(projected, h, U, bias, eps, False, None)  # eqs. 12–13
+            return fused_scans().reset_after_scan(
+                projected, h, U, bias, eps, False, None, givens=self.rotations.tables(), **self.scan_options()
+            )  # eqs. 12–13
         outputs = []
         for xt in projected.unbind(0):
             h = modrelu(torch.addmm(xt, h, U), bias, eps)  # eq. 12 with σ = modReLU (eq. 13)

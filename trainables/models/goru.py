@@ -16,7 +16,7 @@ from torch import nn
 from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import glorot_uniform_bound, uniform_
-from trainables.models.kernel_choice import KERNEL, fused_scans
+from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
 from trainables.registry import register_model
@@ -24,7 +24,7 @@ from trainables.registry import register_model
 WEIGHT_INIT = 0.01
 RESET_BIAS_INIT = 2.0
 MODRELU_BIAS_INIT = 0.01
-HYPERPARAMS = (*GIVENS_HYPERPARAMS, MODRELU_EPS, KERNEL)
+HYPERPARAMS = (*GIVENS_HYPERPARAMS, MODRELU_EPS, *KERNEL_SETTINGS)
 
 
 @register_model(
@@ -49,9 +49,10 @@ class GORU(OrthogonalModel):
         capacity: int = 2,
         modrelu_eps: float = 0.0,
         kernel: str = "auto",
+        kernel_precision: str = "ieee",
     ) -> None:
         super().__init__()
-        self.kernel = kernel
+        self.kernel, self.kernel_precision = kernel, kernel_precision
         self.input_size = input_size
         self.hidden_size = hidden_size
         n, n_gates = hidden_size, int(self.reset) + int(self.update)
@@ -74,10 +75,13 @@ class GORU(OrthogonalModel):
         projected = torch.nn.functional.linear(x, self.input_weight, input_bias)
         h0 = x.new_zeros(x.shape[1], n) if state is None else state
         update = "keeps" if self.update else None
-        scans = fused_scans() if self.scan_kernel(x) == "fused" else gated
-        return scans.reset_after_scan(
-            projected, h0, recurrent, self.activation.bias, self.activation.eps, self.reset, update
-        )  # eqs. 14–16
+        bias, eps = self.activation.bias, self.activation.eps
+        if self.scan_kernel(x) == "fused":
+            return fused_scans().reset_after_scan(
+                projected, h0, recurrent, bias, eps, self.reset, update,
+                givens=self.rotations.tables(), **self.scan_options(),
+            )  # eqs. 14–16  # fmt: skip
+        return gated.reset_after_scan(projected, h0, recurrent, bias, eps, self.reset, update)  # eqs. 14–16
 
 
 @register_model(

@@ -3,7 +3,10 @@
 `loop` is the plain implementation (`gated`, and the per-step loops of EURNN and scoRNN), the
 reference every fast path is tested against and the one a CPU runs. `fused` runs the whole scan
 in Triton kernels (`triton_scans`). `auto` takes `fused` on a CUDA device when Triton imports, in
-float32, and `loop` otherwise, so a CPU keeps its code path and speed.
+float32, and `loop` otherwise, so a CPU keeps its code path and speed; on CUDA it first checks
+each fused variant against the loop in the process (`scan_check`) and keeps the loop where the
+check fails. `kernel_precision` sets the operands of the fused kernels' products; the loop
+computes in IEEE float32 whatever it says.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ KERNEL = Hyperparam(
     choices=("auto", "fused", "loop"),
     help="time loop: fused Triton kernels (CUDA, float32), the plain loop, or auto: fused where it can run",
 )
+KERNEL_PRECISION = Hyperparam(
+    "kernel_precision",
+    "categorical",
+    "ieee",
+    choices=("ieee", "tf32x3", "tf32"),
+    help="operands of the fused kernels' products: IEEE float32, three TF32 products "
+    "(about float32's accuracy) or one (about 1e-3, faster); the loop ignores it",
+)
+KERNEL_SETTINGS = (KERNEL, KERNEL_PRECISION)
 
 
 @cache

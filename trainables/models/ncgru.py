@@ -36,7 +36,7 @@ from trainables.models.initialization import (
     sum_of_uniforms_,
     uniform_,
 )
-from trainables.models.kernel_choice import KERNEL, fused_scans
+from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import register_model
@@ -87,7 +87,7 @@ INITS = ("paper", "synthetic_code", "ptb_code")
             help="initial weights: the paper's text, the authors' synthetic-task code or their PTB code",
         ),
         MODRELU_EPS,
-        KERNEL,
+        *KERNEL_SETTINGS,
     ),
     orthogonal=True,
     description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",
@@ -108,9 +108,10 @@ class NCGRU(OrthogonalModel):
         init: str = "paper",
         modrelu_eps: float = 0.0,
         kernel: str = "auto",
+        kernel_precision: str = "ieee",
     ) -> None:
         super().__init__()
-        self.kernel = kernel
+        self.kernel, self.kernel_precision = kernel, kernel_precision
         if init not in INITS:
             raise ValueError(f"init: expected one of {', '.join(INITS)}, got {init!r}")
         if reset not in ("before", "after"):
@@ -177,12 +178,14 @@ class NCGRU(OrthogonalModel):
         projected = torch.nn.functional.linear(x, self.input_weight, input_bias)
         h0 = x.new_zeros(x.shape[1], n) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
-        scans = fused_scans() if self.scan_kernel(x) == "fused" else gated
+        fused = self.scan_kernel(x) == "fused"
+        options = self.scan_options() if fused else {}
+        scans = fused_scans() if fused else gated
         if self.reset_before:
             return scans.reset_before_scan(
-                projected, h0, torch.cat([U_r, U_u], dim=1), U_c, bias, eps
+                projected, h0, torch.cat([U_r, U_u], dim=1), U_c, bias, eps, **options
             )  # eq. 19
         recurrent = torch.cat([U_c, U_r, U_u], dim=1)
         return scans.reset_after_scan(
-            projected, h0, recurrent, bias, eps, True, "admits"
+            projected, h0, recurrent, bias, eps, True, "admits", **options
         )  # PTB code's variant

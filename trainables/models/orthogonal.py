@@ -107,15 +107,26 @@ class GivensRotations(nn.Module):
     def n_layers(self) -> int:
         return self.partner.shape[0]
 
+    def coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per layer and index, the C and S of h' = h * C + h[partner] * S (layers, n)."""
+        cos, sin = torch.cos(self.angles), torch.sin(self.angles)
+        C = torch.cat([cos, cos.new_ones(1)])[self.cos_index]
+        S = torch.cat([sin, -sin, sin.new_zeros(1)])[self.sin_index]
+        return C, S
+
     def rotate(self, h: torch.Tensor) -> torch.Tensor:
         """Apply the layers one after another to the rows of `h` (…, n)."""
-        cos, sin = torch.cos(self.angles), torch.sin(self.angles)
-        one, zero = cos.new_ones(1), cos.new_zeros(1)
-        C = torch.cat([cos, one])[self.cos_index]
-        S = torch.cat([sin, -sin, zero])[self.sin_index]
+        C, S = self.coefficients()
         for l in range(self.n_layers):
             h = h * C[l] + h.index_select(-1, self.partner[l]) * S[l]
         return h
+
+    def tables(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The layers as the fused kernels read them: `coefficients` detached (the gradient reaches
+        the angles through `matrix`) and the partners as int32."""
+        with torch.no_grad():
+            C, S = self.coefficients()
+        return C.contiguous(), S.contiguous(), self.partner.to(torch.int32).contiguous()
 
     def matrix(self) -> torch.Tensor:
         """M with h @ M = U h: the layers are linear, so rotating the identity's rows gives U once."""

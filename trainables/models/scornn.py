@@ -11,7 +11,7 @@ from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.kernel_choice import KERNEL, fused_scans
+from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
 from trainables.models.orthogonal import RHO, ScaledCayley
 from trainables.registry import register_model
@@ -19,7 +19,7 @@ from trainables.registry import register_model
 
 @register_model(
     "scornn",
-    hyperparams=(RHO, MODRELU_EPS, KERNEL),
+    hyperparams=(RHO, MODRELU_EPS, *KERNEL_SETTINGS),
     orthogonal=True,
     description="scoRNN: modReLU(W x + U h), U = (I + A)^-1 (I − A) D, exact inverse",
 )
@@ -27,12 +27,18 @@ class ScoRNN(OrthogonalModel):
     """One GEMM and one modReLU per step; U is built once per forward pass."""
 
     def __init__(
-        self, input_size: int, hidden_size: int, rho: int = 0, modrelu_eps: float = 0.0, kernel: str = "auto"
+        self,
+        input_size: int,
+        hidden_size: int,
+        rho: int = 0,
+        modrelu_eps: float = 0.0,
+        kernel: str = "auto",
+        kernel_precision: str = "ieee",
     ) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
-        self.kernel = kernel
+        self.kernel, self.kernel_precision = kernel, kernel_precision
         self.input_weight = nn.Parameter(
             uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
         )
@@ -45,7 +51,9 @@ class ScoRNN(OrthogonalModel):
         h = x.new_zeros(x.shape[1], self.hidden_size) if state is None else state
         bias, eps = self.activation.bias, self.activation.eps
         if self.scan_kernel(x) == "fused":
-            return fused_scans().reset_after_scan(projected, h, U_t, bias, eps, False, None)
+            return fused_scans().reset_after_scan(
+                projected, h, U_t, bias, eps, False, None, **self.scan_options()
+            )  # scoRNN: modReLU(W x + U h, b)
         outputs = []
         for xt in projected.unbind(0):
             h = modrelu(torch.addmm(xt, h, U_t), bias, eps)  # scoRNN: modReLU(W x + U h, b)
