@@ -7,7 +7,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainables.models.kernel_choice import Kernel, fused_scans, resolve_kernel
+from trainables.models.grid_barrier import raise_if_stalled
+from trainables.models.kernel_choice import Kernel, resolve_kernel
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, orthogonal_diagnostics
 from trainables.models.scan_check import KernelRecord
 
@@ -69,7 +70,7 @@ class OrthogonalModel(RecurrentModel):
 
     def diagnostics(self) -> dict[str, float]:
         if self.kernel_record.kernel == "fused":  # a barrier that gave up made this window's results wrong
-            fused_scans().raise_if_stalled(next(self.parameters()).device)
+            raise_if_stalled(next(self.parameters()).device)
         with torch.no_grad():
             matrices = self.orthogonal_matrices()
         figures = orthogonal_diagnostics(matrices, self.orthogonal_parameters())

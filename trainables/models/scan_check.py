@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from trainables.models.grid_barrier import raise_if_stalled
 from trainables.models.scan_plan import Precision, ScanPlan
 
 log = logging.getLogger(__name__)
@@ -90,8 +91,6 @@ def verdict(key: Hashable, fused: Scan, loop: Scan, inputs: Sequence[torch.Tenso
     small = [projected[:CHECK_STEPS, :CHECK_ROWS], h0[:CHECK_ROWS], *weights]
     try:
         problem = compare(fused, loop, small, precision)
-        from trainables.models.triton_scans import raise_if_stalled
-
         raise_if_stalled(projected.device)
     except Exception as exc:  # any failure to build, launch or run the kernel means: use the loop
         problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

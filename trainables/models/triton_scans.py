@@ -21,37 +21,12 @@ import triton
 
 from trainables.models import gated, scan_check, triton_after, triton_before
 from trainables.models.gated import UpdateGate
+from trainables.models.grid_barrier import raise_if_stalled, stall_flag
 from trainables.models.scan_check import KernelRecord
 from trainables.models.scan_plan import Precision, ScanPlan, gpu_of, plan_reset_after, plan_reset_before
 
 UPDATE_CODES = {None: 0, "keeps": 1, "admits": 2}
 GivensTables = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # cos, sin (layers, n), partner (int32)
-
-
-class GridBarrierTimeout(RuntimeError):
-    """A split scan's barrier gave up waiting: its programs were not all running at once."""
-
-
-_stall_flags: dict[torch.device, torch.Tensor] = {}
-
-
-def stall_flag(device: torch.device) -> torch.Tensor:
-    """The device's flag that a barrier sets when it gives up (read without waiting on each step)."""
-    if device not in _stall_flags:
-        _stall_flags[device] = torch.zeros(1, dtype=torch.int32, device=device)
-    return _stall_flags[device]
-
-
-def raise_if_stalled(device: torch.device) -> None:
-    """Raise when a barrier on `device` gave up since the last look: that scan's results are wrong.
-    Reading the flag waits for the GPU, so it is read where the host reads anyway (reports)."""
-    flag = _stall_flags.get(device)
-    if flag is not None and int(flag.item()):
-        flag.zero_()
-        raise GridBarrierTimeout(
-            "a fused scan's grid barrier waited longer than its bound, so its programs were not all "
-            "resident at once; its results were discarded. Use kernel: loop, or report this device"
-        )
 
 
 def compile_options(plan: ScanPlan, one_launch: bool = True) -> dict[str, object]:

@@ -20,6 +20,7 @@ pytest.importorskip("triton", reason="the fused kernels need Triton (a test depe
 
 from trainables.catalog import load_all
 from trainables.models import gated, scan_check, triton_scans
+from trainables.models.grid_barrier import GridBarrierTimeout, raise_if_stalled
 from trainables.models.orthogonal import GivensRotations
 from trainables.models.scan_plan import (
     GPU,
@@ -212,9 +213,9 @@ def test_a_barrier_that_cannot_pass_raises_instead_of_hanging() -> None:
     gives up after its bounded spins, and the scan raises."""
     projected, h0, M, bias = (t.float() for t in random_inputs(3, 2, 20, 0, 20))
     plan = split_plan("reset_after", 1, 20, 2, block_k=16, grid_sync=True, spin_limit=20)
-    with pytest.raises(triton_scans.GridBarrierTimeout, match="grid barrier"):
+    with pytest.raises(GridBarrierTimeout, match="grid barrier"):
         triton_scans.reset_after_scan(projected, h0, M, bias, 0.0, False, None, plan=plan)
-    triton_scans.raise_if_stalled(DEVICE)  # the flag was cleared when it was reported
+    raise_if_stalled(DEVICE)  # the flag was cleared when it was reported
 
 
 def test_without_gradients_the_scans_keep_no_history() -> None:
