@@ -4,7 +4,7 @@ Tune keeps a trial's newest checkpoints itself with `CheckpointConfig(num_to_kee
 it forces a snapshot of the whole experiment (every trial's state, written and synced in the
 driver's loop) each time a trial has made k checkpoints; the snapshot grows with the trials, so
 a checkpoint costs more the longer the sweep. Sweeper leaves Tune's `num_to_keep` unset and
-deletes superseded checkpoints in `sweeper.checkpoints.CheckpointPruner` instead.
+deletes superseded checkpoints in `sweeper.run.checkpoints.CheckpointPruner` instead.
 
 Tune runs of the same trials, in one local Ray, as sweeper runs them (actors reused, two at a
 time): reports without checkpoints (the baseline), a checkpoint with every report kept by
@@ -48,7 +48,7 @@ def run(
     from ray import tune
     from ray.tune import CheckpointConfig
 
-    from sweeper.checkpoints import CheckpointPruner
+    from sweeper.run.checkpoints import CheckpointPruner
 
     callbacks = [CheckpointPruner()] if mode == "sweeper" else []
     keep = 1 if mode == "tune" else None
@@ -86,7 +86,7 @@ def main() -> None:
 
     import ray
 
-    from sweeper.runtime import quiet_environment, start_ray
+    from sweeper.run.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import optuna
 
-from sweeper.store import Store
+from sweeper.store.database import Store
 
 
 def cycles_ms(storage: optuna.storages.BaseStorage, cycles: int) -> float:

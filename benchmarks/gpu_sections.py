@@ -37,6 +37,7 @@ CELLS = {
     "ncgru after": ("ncgru", {"reset": "after"}),
 }
 WIDE_ONLY = ("eurnn",)  # the only model the papers run at 2048 units (PTB)
+ONE_PROCESS = ("-p", "no:xdist", "-o", "addopts=")  # this script splits the tests over processes itself
 SMALL_GPU = GPU("4 SMs, 24 KiB of shared memory per program", 4, 24 * 1024)
 
 
@@ -290,7 +291,7 @@ def kernel_tests(setup: Setup, out: Path) -> dict:
     env = {**os.environ, "SWEEPER_TEST_DEVICE": str(setup.device)}
     files = ["tests/trainables/models/test_triton_scans.py", "tests/trainables/models/test_scan_plan.py"]
     selection = ["-k", setup.tests_filter] if setup.tests_filter else []
-    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *selection, *files], capture_output=True, text=True, cwd=ROOT, env=env, check=False)  # fmt: skip
+    listed = subprocess.run([sys.executable, "-m", "pytest", *ONE_PROCESS, "--collect-only", "-q", *selection, *files], capture_output=True, text=True, cwd=ROOT, env=env, check=False)  # fmt: skip
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
     workers = max(1, min(len(ids), (os.cpu_count() or 2) // 2, 8)) if setup.cuda else 1
     started = time.perf_counter()
@@ -302,6 +303,7 @@ def kernel_tests(setup: Setup, out: Path) -> dict:
             sys.executable,
             "-m",
             "pytest",
+            *ONE_PROCESS,
             "-q",
             "-p",
             "no:cacheprovider",

@@ -37,8 +37,8 @@ def write_database(folder: Path) -> str:
     """One finished sweep of two studies with three complete trials each, as launch leaves it."""
     import optuna
 
-    from sweeper.spec import parse_spec
-    from sweeper.store import Store, StudyRecord, SweepRecord
+    from sweeper.spec.loading import parse_spec
+    from sweeper.store.database import Store, StudyRecord, SweepRecord
 
     url = f"sqlite:///{folder / 'sweeper.db'}"
     store = Store(url)

@@ -106,14 +106,14 @@ class SweepRun:
 def fresh_ray(spec: dict[str, Any]) -> float:
     """Start a new local Ray as `sweeper launch` does for `spec`; return the seconds it took.
 
-    Each sweep gets its own, as each launch does: sized to the sweep (`sweeper.workers.local_cpus`),
+    Each sweep gets its own, as each launch does: sized to the sweep (`sweeper.run.workers.local_cpus`),
     and with all its idle workers, where a Ray that ran a sweep before holds fewer.
     """
     import ray
 
-    from sweeper.runtime import start_ray
-    from sweeper.spec import parse_spec
-    from sweeper.workers import local_cpus
+    from sweeper.run.runtime import start_ray
+    from sweeper.run.workers import local_cpus
+    from sweeper.spec.loading import parse_spec
 
     if ray.is_initialized():
         ray.shutdown()
@@ -127,9 +127,9 @@ def run_sweep_in_process(
     spec: dict[str, Any], storage: str, directory: Path, address: str | None
 ) -> SweepRun:
     """Register and run one sweep as `sweeper launch` does, with MLflow in `directory`."""
-    from sweeper.launch import Where, create_sweep, run_sweep
-    from sweeper.spec import parse_spec
-    from sweeper.store import Store
+    from sweeper.run.launch import Where, create_sweep, run_sweep
+    from sweeper.spec.loading import parse_spec
+    from sweeper.store.database import Store
 
     store = Store(storage)
     try:

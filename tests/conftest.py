@@ -1,7 +1,11 @@
-"""Shared fixtures: a throw-away PostgreSQL database when one is reachable.
+"""Shared fixtures: a throw-away PostgreSQL database when one is reachable, one finished sweep.
 
 Without a GPU to test on (`SWEEPER_TEST_DEVICE`, default cpu), Triton's kernels run in its
 interpreter on CPU tensors; the variable must be set before any kernel module is imported.
+
+The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject.toml; `-n 0`
+runs it in one process): each worker computes with one thread, and the tests that start a local
+Ray run one after another on one worker, since two local Rays on one machine can find each other.
 """
 
 from __future__ import annotations
@@ -12,10 +16,24 @@ from collections.abc import Iterator
 
 if os.environ.get("SWEEPER_TEST_DEVICE", "cpu") == "cpu":
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if "PYTEST_XDIST_WORKER" in os.environ:  # one core per worker: two workers on two cores, not four threads
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
 import pytest
 
 from tests.helpers import POSTGRES_ADMIN_URL, FinishedSweep, run_sweep_cli
+
+# Slow tests here start a local Ray (a sweep, a cluster rehearsal, a job); they run one at a time on
+# one xdist worker, while the other worker takes everything else (`--dist loadgroup`).
+STARTS_RAY = ("tests/sweeper/", "tests/deploy/", "tests/examples/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        slow_with_ray = item.get_closest_marker("slow") and item.nodeid.startswith(STARTS_RAY)
+        if slow_with_ray or "finished_sweep" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture

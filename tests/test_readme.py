@@ -15,11 +15,12 @@ import pytest
 import torch
 import yaml
 
-from sweeper.launch import create_sweep
-from sweeper.preflight import local_gpus
-from sweeper.spec import load_spec, parse_spec, trial_config
-from sweeper.store import Store
-from sweeper.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
+from sweeper.run.launch import create_sweep
+from sweeper.spec.loading import load_spec, parse_spec
+from sweeper.spec.preflight import local_gpus
+from sweeper.spec.sweep import trial_config
+from sweeper.store.database import Store
+from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
 from trainables.train import TrialConfig, build, network_facts
 
 ROOT = Path(__file__).parents[1]
@@ -35,14 +36,14 @@ QUICK = {  # run here: `sweeper <command> [first argument]` → exit code expect
     "launch configs/denoise.yaml --dry-run": 0 if local_gpus() else 2,  # 2: it asks for GPUs here
 }
 ELSEWHERE = {  # not run here, and where they are covered
-    "confirm denoise-1": "tests/sweeper/test_confirm.py (real Ray)",
-    "ui denoise-1": "serves until Ctrl-C; tests/sweeper/test_cli.py, test_dashboard.py",
-    "launch configs/denoise.yaml": "a paper-scale sweep; tests/sweeper/test_sweep_end_to_end.py",
-    "resume denoise-1": "tests/sweeper/test_sweep_end_to_end.py",
-    "sync-mlflow denoise-1": "tests/sweeper/test_reliability_tracking.py",
+    "confirm denoise-1": "tests/sweeper/run/test_confirm.py (real Ray)",
+    "ui denoise-1": "serves until Ctrl-C; tests/sweeper/cli/test_cli.py, tests/sweeper/results/test_dashboard.py",
+    "launch configs/denoise.yaml": "a paper-scale sweep; tests/sweeper/run/test_sweep_end_to_end.py",
+    "resume denoise-1": "tests/sweeper/run/test_sweep_end_to_end.py",
+    "sync-mlflow denoise-1": "tests/sweeper/run/test_reliability_tracking.py",
     "data fetch": "the network; tests/trainables/tasks/test_data.py",
     "train": "test_the_readmes_training_run_learns, below",
-    "reproduce ncgru": "tests/sweeper/test_reproduce_end_to_end.py (dry run and smoke run)",
+    "reproduce ncgru": "tests/sweeper/papers/test_reproduce_end_to_end.py (dry run and smoke run)",
 }
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.jobs import Jobs
+from sweeper.run.jobs import Jobs
 from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, head_container, render_overlay
 

@@ -86,10 +86,10 @@ def test_dev_asks_for_no_gpu_anywhere(overlay: str, resources: list[Resource]) -
 
 
 def test_trial_workers_start_warm_and_keep_their_working_directory(resources: list[Resource]) -> None:
-    """The workers' raylets preload what `sweeper.workers` preloads in a local Ray, keep idle
+    """The workers' raylets preload what `sweeper.run.workers` preloads in a local Ray, keep idle
     workers as long, and give the workers Tune's actor variables, which sweeper's trial actors
     no longer carry themselves; trials stay in the container's workingDir, where data/ is."""
-    from sweeper.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
+    from sweeper.run.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
 
     expected = {**node_environment(), "RAY_CHDIR_TO_TRIAL_DIR": "0"}
     assert {PRELOAD_ENV, IDLE_KILL_ENV, *TUNE_ACTOR_ENV_VARS} <= set(expected)
@@ -187,7 +187,7 @@ def _entrypoint_specs(entrypoint: str) -> tuple[list[str], str | None]:
 def test_the_entrypoint_spec_is_in_the_configmap_valid_and_within_the_deadline(
     resources: list[Resource], tmp_path: Path
 ) -> None:
-    from sweeper.spec import load_spec
+    from sweeper.spec.loading import load_spec
 
     for job in (r for r in resources if r["kind"] == "RayJob"):
         paths, profile = _entrypoint_specs(job["spec"]["entrypoint"])
@@ -256,7 +256,7 @@ def test_results_are_on_storage_every_ray_node_shares(resources: list[Resource])
 
 def _data_dirs() -> dict[str, PurePosixPath]:
     """Each spec's data_dir (set, or its task's default), for the specs of file-based tasks."""
-    from sweeper.spec import load_spec
+    from sweeper.spec.loading import load_spec
     from trainables.catalog import load_all
     from trainables.registry import TASKS
 

@@ -179,7 +179,7 @@ def test_a_smoke_sweep_with_the_manifests_environment(rehearsal: Rehearsal) -> N
     import optuna
     from mlflow.tracking import MlflowClient
 
-    from sweeper.spec import load_spec
+    from sweeper.spec.loading import load_spec
 
     spec = load_spec(CONFIG, "smoke")
     result = rehearsal.launch("--profile", "smoke", "--max-trials", "1")

@@ -1,0 +1,5 @@
+"""`python -m sweeper`: the `sweeper` command."""
+
+from sweeper.cli import main
+
+main()

@@ -1,0 +1,48 @@
+"""The `sweeper` command line. Each command parses its options, calls one module, and prints.
+
+Bad input (a spec, a storage URL, an unknown sweep, an option Click rejects) is a usage error:
+exit code 2 and one line per problem, `error: ...`, naming what to fix, before anything is
+written. A command that could not do its work for another reason exits 1 the same way. The
+commands that only read results (`status`, `list`, `summarize`, `export`, `report`, `--help`)
+import neither Ray nor torch.
+
+One module per command family (`sweeps`, `papers`, `results`, `catalog`, `jobs`) and what they
+share (`common`); the top of the package, it may import every other subpackage.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from sweeper.cli import catalog, jobs, papers, results, sweeps
+from sweeper.cli.common import SweeperGroup
+
+
+@click.group(cls=SweeperGroup, name="sweeper")
+@click.version_option(package_name="sweeper")
+def main() -> None:
+    """Hyperparameter sweeps of gated and orthogonal RNNs on Ray, Optuna and MLflow."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+for command in (
+    sweeps.launch,
+    sweeps.resume,
+    sweeps.confirm,
+    sweeps.sync_mlflow_command,
+    papers.reproduce,
+    results.status,
+    results.summarize,
+    results.export,
+    results.ui,
+    results.report,
+    results.list_sweeps,
+    catalog.data,
+    catalog.models,
+    catalog.tasks,
+    catalog.train,
+    jobs.job,
+):
+    main.add_command(command)

@@ -1,0 +1,5 @@
+"""`python -m sweeper.cli`: the `sweeper` command, as subprocesses and benchmarks start it."""
+
+from sweeper.cli import main
+
+main()

@@ -1,0 +1,112 @@
+"""What can be swept and one run of it: models, tasks, data sets, and `sweeper train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from sweeper.cli.common import BadInput, Failed, console
+
+
+@click.group()
+def data() -> None:
+    """Data sets of the file-based tasks (PTB, WikiText-2, bAbI; TIMIT is local only)."""
+
+
+@data.command()
+@click.argument("task")
+@click.option(
+    "--data-dir", required=True, type=click.Path(path_type=Path), help="Folder to download and verify into."
+)
+def fetch(task: str, data_dir: Path) -> None:
+    """Download TASK's public data set into --data-dir and verify it."""
+    from trainables.data import DataError
+    from trainables.data import fetch as fetch_data
+
+    try:
+        path = fetch_data(task, data_dir)
+    except DataError as exc:
+        raise BadInput(str(exc)) from None
+    click.echo(f"{task}: data ready in {path}")
+
+
+@click.command()
+@click.option("--hidden-size", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--input-size", type=click.IntRange(min=1), default=10, show_default=True)
+def models(hidden_size: int, input_size: int) -> None:
+    """Registered models, where each is defined, its hyperparameters and its size at a hidden size;
+    then the training settings every model shares."""
+    from sweeper.results.tables import hyperparameter_table, model_table
+    from trainables.catalog import load_all
+    from trainables.hyperparams import TRAINING_HYPERPARAMS
+    from trainables.registry import MODELS
+    from trainables.sizing import model_parameters
+
+    load_all()
+    for entry in MODELS:
+        try:
+            count = f"{model_parameters(entry.name, input_size, hidden_size):,}"
+        except ValueError as exc:
+            count = f"n/a ({exc})"
+        console.print(model_table(entry, count, input_size, hidden_size))
+    console.print(hyperparameter_table("shared by every model (training)", TRAINING_HYPERPARAMS))
+
+
+@click.command()
+def tasks() -> None:
+    """Registered tasks, where each is defined, and their settings."""
+    from sweeper.results.tables import task_table
+    from trainables.catalog import load_all
+    from trainables.registry import TASKS
+
+    load_all()
+    for entry in TASKS:
+        console.print(task_table(entry))
+
+
+def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:
+    parsed = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--set {item!r}: expected NAME=VALUE")
+        parsed[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+    return parsed
+
+
+@click.command()
+@click.option("--task", required=True, help="Registered task name.")
+@click.option("--model", required=True, help="Registered model name.")
+@click.option("--set", "assignments", multiple=True, help="NAME=VALUE: a hyperparameter or a task setting.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
+def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device: str) -> None:
+    """Run one training run in this process, without Ray, printing metrics as it goes."""
+    from trainables.data import DataError
+    from trainables.train import TrialConfig, TrialDiverged, TrialOutOfMemory, config_from_settings
+    from trainables.train import train as run_training
+
+    try:
+        config = config_from_settings(task, model, _parse_assignments(assignments), seed, device)
+        TrialConfig.from_mapping(config).check_runnable()
+    except KeyError as exc:  # an unknown task or model, named with the registered ones
+        raise BadInput(exc.args[0]) from None
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+    def report(step: int, metrics: dict[str, float | str]) -> None:
+        shown = "  ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={v:.5g}" for k, v in metrics.items())
+        click.echo(f"step {step:>7}  {shown}")
+
+    def early(step: int, loss: float, seconds: float) -> None:
+        click.echo(f"step {step:>7}  train_loss={loss:.5g}  wall_time={seconds:.3g}")
+
+    try:
+        run_training(config, report, progress=early)
+    except (TrialDiverged, TrialOutOfMemory) as exc:
+        raise Failed(f"the run stopped: {exc}") from None
+    except DataError as exc:  # the task's files are not here: what to fetch, and from where
+        raise BadInput(str(exc)) from None

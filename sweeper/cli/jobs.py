@@ -1,0 +1,150 @@
+"""`sweeper job ...`: sweeps submitted to a running Ray cluster as Ray jobs (`sweeper.run.jobs`).
+
+The driver runs on the cluster's head, so a sweep outlives the terminal that submitted it; these
+commands submit, follow, list, stop and resume, and say the next command each time, in the error
+style of `sweeper.cli.common`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from sweeper.cli.common import BadInput, Failed, console
+from sweeper.run.jobs import JobError, Jobs, JobSummary, cluster_spec, submission_id
+
+EXIT_BY_STATUS = {"SUCCEEDED": 0, "STOPPED": 130}  # as `sweeper launch` exits: interrupted is 130
+
+address_option = click.option(
+    "--address",
+    envvar="RAY_ADDRESS",
+    help="The cluster's Ray dashboard, e.g. http://127.0.0.1:8265 [env RAY_ADDRESS]; "
+    "its token, if it wants one, in RAY_AUTH_TOKEN",
+)
+
+
+def _refused(exc: JobError) -> click.ClickException:
+
+    return (BadInput if exc.bad_input else Failed)(str(exc))
+
+
+def _jobs(address: str | None) -> Jobs:
+    try:
+        return Jobs(address)
+    except JobError as exc:
+        raise _refused(exc) from None
+
+
+def _next_commands(job_id: str) -> None:
+    click.echo(f"  follow: sweeper job logs {job_id} --follow")
+    click.echo(f"  stop:   sweeper job stop {job_id}   (running trials are marked interrupted)")
+    click.echo("  resume: sweeper job resume SWEEP   (the sweep's name is in the logs)")
+
+
+def _start(address: str | None, entrypoint: list[str], job_id: str) -> None:
+    jobs = _jobs(address)
+    try:
+        jobs.submit(entrypoint, job_id)
+    except JobError as exc:
+        raise _refused(exc) from None
+    click.echo(f"submitted {job_id} to {jobs.address}: {' '.join(entrypoint)}")
+    _next_commands(job_id)
+
+
+@click.group("job")
+def job() -> None:
+    """Sweeps as Ray jobs on a running cluster: the driver runs on its head, not in this terminal."""
+
+
+@job.command(context_settings={"ignore_unknown_options": True})
+@click.argument("config")
+@click.argument("launch_options", nargs=-1, type=click.UNPROCESSED)
+@address_option
+def submit(config: str, launch_options: tuple[str, ...], address: str | None) -> None:
+    """Run `sweeper launch CONFIG LAUNCH_OPTIONS...` on the cluster's head.
+
+    CONFIG is the name of a spec in configs/ (`denoise`: the copy the manifests mount on the head)
+    or a path on the head; LAUNCH_OPTIONS are launch's own (`--profile smoke`, `--max-trials 8`).
+    """
+    spec = cluster_spec(config)
+    name = spec.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    _start(address, ["sweeper", "launch", spec, *launch_options], submission_id("sweep", name))
+
+
+@job.command()
+@click.argument("sweep")
+@address_option
+def resume(sweep: str, address: str | None) -> None:
+    """Run `sweeper resume SWEEP` on the cluster's head: finished trials are kept."""
+    _start(address, ["sweeper", "resume", sweep], submission_id("resume", sweep))
+
+
+@job.command()
+@click.argument("job_id", metavar="SUBMISSION_ID")
+@click.option("--follow", "-f", is_flag=True, help="Follow until the job ends; exit 0 only if it succeeded.")
+@address_option
+def logs(job_id: str, follow: bool, address: str | None) -> None:
+    """The output of a submitted sweep; with --follow, as it comes."""
+    jobs = _jobs(address)
+    try:
+        if follow:
+            jobs.follow(job_id, lambda chunk: click.echo(chunk, nl=False))
+        else:
+            click.echo(jobs.logs(job_id), nl=False)
+        end = jobs.status(job_id)
+    except KeyboardInterrupt:
+        click.echo(
+            f"\nstopped following; {job_id} goes on (stop it with: sweeper job stop {job_id})", err=True
+        )
+        sys.exit(130)
+    except JobError as exc:
+        raise _refused(exc) from None
+    click.echo(f"job {job_id}: {end.status}" + (f" ({end.message})" if end.message else ""), err=True)
+    if follow:
+        sys.exit(EXIT_BY_STATUS.get(end.status, 1))
+
+
+def _when(summary: JobSummary) -> str:
+    if summary.start_time is None:
+        return "-"
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.start_time))
+    minutes = ((summary.end_time or time.time()) - summary.start_time) / 60
+    return f"{started} ({minutes:.0f} min)"
+
+
+@job.command(name="list")
+@address_option
+def list_jobs(address: str | None) -> None:
+    """Every sweep submitted to the cluster, oldest first, with its status."""
+    from rich.table import Table
+
+    jobs = _jobs(address)
+    try:
+        submitted = jobs.submitted()
+    except JobError as exc:
+        raise _refused(exc) from None
+    table = Table(
+        "submission id", "status", "started (duration)", "entrypoint", title=f"jobs on {jobs.address}"
+    )
+    for summary in submitted:
+        table.add_row(summary.submission_id, summary.status, _when(summary), summary.entrypoint)
+    console.print(table)
+
+
+@job.command()
+@click.argument("job_id", metavar="SUBMISSION_ID")
+@address_option
+def stop(job_id: str, address: str | None) -> None:
+    """Stop a submitted sweep: its driver marks the running trials interrupted, to be resumed."""
+    jobs = _jobs(address)
+    try:
+        stopping = jobs.stop(job_id)
+        status = jobs.status(job_id).status
+    except JobError as exc:
+        raise _refused(exc) from None
+    if stopping:
+        click.echo(f"stopping {job_id} ({status}); continue the sweep later with: sweeper job resume SWEEP")
+    else:
+        click.echo(f"{job_id} had already ended: {status}")

@@ -1,0 +1,267 @@
+"""Commands that run sweeps on Ray: launch, resume, confirm, and the MLflow back-fill."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+from pydantic import ValidationError
+
+from sweeper.cli.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    BadInput,
+    Failed,
+    address_option,
+    console,
+    find_sweep,
+    open_store,
+    read_spec,
+    refused,
+    results_option,
+    resumable,
+    storage_option,
+    tracking_option,
+    verbose_option,
+    where_to_run,
+)
+from sweeper.cli.papers import print_reproduction
+from sweeper.spec.loading import SpecError, stored_spec
+from sweeper.spec.values import parse_duration
+from sweeper.store.states import SweepStatus
+
+if TYPE_CHECKING:
+    from sweeper.store.database import Store
+
+
+@click.command()
+@click.argument("configs", nargs=-1, required=True)
+@address_option
+@storage_option
+@tracking_option
+@click.option("--max-trials", type=click.IntRange(min=1), help="Trials per study (overrides budget.trials).")
+@click.option("--time-budget", help="Wall-clock budget per sweep, e.g. 30m or 2h (overrides budget.time).")
+@click.option("--profile", help="Apply a named profile of overrides from each config (e.g. smoke).")
+@click.option("--dry-run", is_flag=True, help="Print the resolved plan and start nothing.")
+@click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
+@results_option
+@verbose_option
+def launch(
+    configs: tuple[str, ...],
+    address: str | None,
+    storage: str | None,
+    tracking_uri: str | None,
+    max_trials: int | None,
+    time_budget: str | None,
+    profile: str | None,
+    dry_run: bool,
+    no_gpus: bool,
+    results: str | None,
+    verbose: bool,
+) -> None:
+    """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
+    from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
+    from sweeper.run.runtime import MissingGPUs
+    from sweeper.spec.matching import resolve_matching
+    from sweeper.spec.plan import matching_text, plan_text
+    from sweeper.spec.preflight import preflight
+    from sweeper.store.credentials import redact
+    from sweeper.store.database import StoreError
+    from sweeper.store.locations import default_storage_url, default_tracking_uri, runs_page, ui_command
+
+    seconds = None
+    if time_budget is not None:
+        try:
+            seconds = parse_duration(time_budget)
+        except ValueError as exc:
+            raise BadInput(f"--time-budget: {exc}") from None
+    specs = [with_budget(read_spec(path, profile), max_trials, seconds) for path in configs]
+    if no_gpus:
+        try:
+            specs = [without_gpus(spec) for spec in specs]
+        except ValidationError as exc:
+            raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    places, problems = [], []
+    for index, spec in enumerate(specs):
+        url = storage or spec.storage or default_storage_url()
+        uri = tracking_uri or spec.tracking_uri or default_tracking_uri()
+        places.append(where_to_run(url, uri, address, results, verbose))
+        found = [f"{configs[index]}: {p}" for p in preflight(spec, url, local=address is None)]
+        try:
+            specs[index], derived = resolve_matching(spec)
+        except SpecError as exc:
+            if not dry_run:
+                raise BadInput(f"{configs[index]}: " + "; ".join(exc.errors)) from None
+            derived = {"(all)": exc.errors[0]}
+        if dry_run:
+            click.echo(plan_text(specs[index], url, uri, address))
+            if derived:
+                click.echo(matching_text(derived))
+            click.echo("  preflight: " + ("would stop here, see below" if found else "ok"))
+        problems += found
+    if problems:
+        raise BadInput("\n".join(problems))
+    if dry_run:
+        return
+    worst = 0
+    for index, (spec, where) in enumerate(zip(specs, places, strict=True)):
+        try:
+            store, record = register(spec, where, profile, specs)
+        except (StoreError, MissingGPUs) as exc:
+            raise refused(exc) from None
+        click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
+        page = runs_page("http://127.0.0.1:5000", record.mlflow_experiment_id)
+        click.echo(
+            f"  MLflow UI: sweeper ui {record.name}  (or {ui_command(where.tracking_uri)}, then {page})"
+        )
+        with resumable(record.name, last=index == len(specs) - 1):
+            worst = max(worst, print_end(store, run_sweep(store, record, where)))
+    sys.exit(worst)
+
+
+def print_end(store: Store, end: Any) -> int:
+    """How a sweep's run ended: its studies best first, the verdict and the next commands, and
+    the exit code that goes with it (a sweep whose every trial failed is a failure)."""
+    from sweeper.results.summaries import recorded_baseline, sorted_best_first, study_summaries
+    from sweeper.results.tables import status_table
+    from sweeper.results.verdict import all_failed, verdict
+    from sweeper.store.credentials import redact
+    from sweeper.store.database import DATABASE_ERRORS
+
+    click.echo("")
+    click.echo(f"sweep {end.sweep}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    failed = end.status == SweepStatus.FAILED
+    try:
+        record = store.get_sweep(end.sweep)
+        summaries = study_summaries(store, record)
+        ranked = sorted_best_first(summaries, stored_spec(record).resolved_objective().mode)
+        console.print(status_table(record, ranked))
+        for line in verdict(record, summaries, recorded_baseline(store, record)):
+            click.echo(line)
+        failed = failed or all_failed(summaries)
+    except DATABASE_ERRORS:
+        click.echo(f"  (no status: the study database {redact(store.url)} is unreachable)")
+    if end.status == SweepStatus.INTERRUPTED:
+        click.echo(f"  continue with: sweeper resume {end.sweep}")
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed else 0
+
+
+@click.command()
+@click.argument("sweep")
+@address_option
+@storage_option
+@results_option
+@verbose_option
+def resume(sweep: str, address: str | None, storage: str | None, results: str | None, verbose: bool) -> None:
+    """Continue SWEEP toward its budgets; finished trials are kept, unfinished ones rerun."""
+    from sweeper.results.summaries import study_summaries
+    from sweeper.results.tables import status_table
+    from sweeper.run.launch import resume as resume_sweep
+    from sweeper.run.runtime import MissingGPUs
+    from sweeper.store.database import StoreError
+    from sweeper.store.locations import default_tracking_uri
+
+    store = open_store(storage, sweep)
+    record = find_sweep(store, sweep)
+    if record.status == SweepStatus.FINISHED:  # its budgets are met: nothing to start Ray for
+        click.echo(f"sweep {record.name} is finished: its budgets are met, nothing is left to run")
+        console.print(status_table(record, study_summaries(store, record)))
+        return
+    where = where_to_run(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    if stored_spec(record).reproduces is not None:
+        from sweeper.papers.running import run_reproduction
+
+        with resumable(record.name):
+            try:
+                end = run_reproduction(store, record, where)
+            except (StoreError, MissingGPUs) as exc:
+                raise refused(exc) from None
+            sys.exit(print_reproduction(store, end))
+    with resumable(record.name):
+        try:
+            fixed, end = resume_sweep(store, record, where)
+        except (StoreError, MissingGPUs) as exc:
+            raise refused(exc) from None
+        if fixed:
+            click.echo(
+                f"sweep {record.name}: {fixed} trial(s) left running by a stopped driver marked interrupted"
+            )
+        sys.exit(print_end(store, end))
+
+
+@click.command()
+@click.argument("sweep")
+@click.option(
+    "--seeds", type=click.IntRange(1, 1000), default=3, show_default=True, help="Fresh seeds per study."
+)
+@click.option("--task", help="Only the studies of this task.")
+@click.option("--model", help="Only the studies of this model.")
+@address_option
+@storage_option
+@results_option
+@verbose_option
+def confirm(
+    sweep: str,
+    seeds: int,
+    task: str | None,
+    model: str | None,
+    address: str | None,
+    storage: str | None,
+    results: str | None,
+    verbose: bool,
+) -> None:
+    """Retrain each study's best configuration with fresh seeds, unpruned, and report mean ± std."""
+    from sweeper.results.confirmations import confirmed
+    from sweeper.results.tables import confirmation_table
+    from sweeper.run.confirm import run_confirmation, select_studies
+    from sweeper.run.runtime import MissingGPUs
+    from sweeper.store.database import StoreError
+    from sweeper.store.locations import default_tracking_uri
+
+    store = open_store(storage, sweep)
+    record = find_sweep(store, sweep)
+    if not select_studies(record, task, model):
+        known = ", ".join(f"{s.task}/{s.model}" for s in record.studies)
+        raise BadInput(f"no study of {record.name} matches --task/--model (studies: {known})")
+    where = where_to_run(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    try:
+        end, notes = run_confirmation(store, record, where, seeds=seeds, task=task, model=model)
+    except (StoreError, MissingGPUs) as exc:
+        raise refused(exc) from None
+    for note in notes:
+        click.echo(note)
+    console.print(confirmation_table(record, confirmed(store, record)))
+    click.echo(f"confirmation of {record.name}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    sys.exit(
+        EXIT_INTERRUPTED
+        if end.status == SweepStatus.INTERRUPTED
+        else EXIT_FAILED
+        if end.status == SweepStatus.FAILED
+        else 0
+    )
+
+
+@click.command(name="sync-mlflow")
+@click.argument("sweep")
+@storage_option
+@click.option("--tracking-uri", help="Sync to this MLflow instead of the sweep's (and record it).")
+def sync_mlflow_command(sweep: str, storage: str | None, tracking_uri: str | None) -> None:
+    """Back-fill MLflow from SWEEP's studies (after a tracking outage, or onto a new server)."""
+    from sweeper.run.sync import SyncError, sync_mlflow
+    from sweeper.run.tracking import Tracker
+    from sweeper.store.credentials import redact
+    from sweeper.store.locations import default_tracking_uri, resolve_tracking_uri
+
+    store = open_store(storage, sweep)
+    record = find_sweep(store, sweep)
+    uri = tracking_uri or resolve_tracking_uri(record.tracking_uri or default_tracking_uri())
+    try:
+        counts = sync_mlflow(store, record, Tracker(uri))
+    except SyncError as exc:
+        raise Failed(str(exc)) from None
+    click.echo(
+        f"{record.name} -> {redact(uri)}: {counts.experiments} experiment, {counts.parents} parent runs, "
+        f"{counts.created} trial runs created, {counts.completed} trial runs completed, {counts.points} points added"
+    )

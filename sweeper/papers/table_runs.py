@@ -1,0 +1,344 @@
+"""The runs that reproduce one published table, built from the table's own recorded settings.
+
+Each published row becomes one run configuration: the row's settings translated to ours, the
+table's readings of what the paper leaves unstated on top, then (with a profile) shrunk for a CPU.
+Rows that share their task settings (a table's T = 200 and T = 400 columns do not) form one part,
+run as one sweep. A row whose settings cannot be translated is kept with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from sweeper.spec.sweep import SweepSpec
+from trainables.catalog import load_all
+from trainables.hyperparams import TRAINING, validate_values
+from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
+from trainables.registry import MODELS, TASKS
+
+# The papers' setting names → ours (`task.` for a task setting).
+PAPER_SETTINGS = {
+    "hidden_size": "hidden_size",
+    "rho": "rho",
+    "optimizer": "optimizer",
+    "lr": "lr",
+    "lr_orthogonal": "orth_lr",
+    "batch_size": "batch_size",
+    "iterations": "iterations",
+    "neumann_order": "neumann_order",
+    "neumann_reset_every": "reset_interval",
+    "T": "task.T",
+    "layers": "task.layers",
+    "bptt": "task.bptt",
+    "dropout": "task.layer_dropout",
+    "embedding_dropout": "task.embedding_dropout",
+    "output_dropout": "task.output_dropout",
+    "babi_task": "task.tasks",
+}
+REQUIRED = ("hidden_size", "lr", "optimizer", "batch_size", "iterations")
+PROFILES = ("smoke",)
+# Per-layer settings of a three-layer network: the first and last layers' size is the model's
+# hidden size, the middle one the task's inner size.
+INNER_SIZE = "task.inner_hidden_size"
+# GPU share per trial, as the paper-scale specs in configs/ measured it; smoke runs ask for none.
+GPU_SHARE = {"lstm": 0.125, "gru": 0.125}
+ORTHOGONAL_GPU_SHARE = 0.5
+DEFAULT_GPU_SHARE = 0.125
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published number and the run configuration that reproduces it."""
+
+    index: int  # the row's position among its table's rows, stable across runs
+    reference: Reference
+    model: str
+    params: dict[str, Any]  # our names, every value fixed; `task.` keys are task settings
+    runs_of: int  # the index of the row whose runs this one reads (itself, or an earlier row
+    # with the same configuration, such as one model's validation and test numbers)
+
+    @property
+    def label(self) -> str:
+        return row_label(self.reference)
+
+    @property
+    def task_settings(self) -> dict[str, Any]:
+        return {k.removeprefix("task."): v for k, v in self.params.items() if k.startswith("task.")}
+
+
+@dataclass(frozen=True)
+class Part:
+    """Rows sharing their task settings: one sweep."""
+
+    task_settings: dict[str, Any]
+    rows: list[Row]
+
+    @property
+    def suffix(self) -> str:
+        """The paper's sequence length, when the table has several (a profile may shrink ours)."""
+        length = self.rows[0].reference.settings.get("T")
+        return "" if length is None else f"-T{length}"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    table: PublishedTable
+    parts: list[Part]
+    skipped: list[tuple[Reference, str]] = field(default_factory=list)
+    seeds: int = 3
+    profile: str | None = None
+
+    @property
+    def rows(self) -> list[Row]:
+        return [row for part in self.parts for row in part.rows]
+
+
+class NotReproducible(ValueError):
+    """The table, or every row of it, cannot be run; the message says why."""
+
+
+def plan(
+    paper: str,
+    table: str,
+    *,
+    seeds: int | None = None,
+    profile: str | None = None,
+    only: dict[str, Any] | None = None,
+) -> Reproduction:
+    """The runs of `paper`'s `table`, over `seeds` seeds (default: the paper's count, else 3).
+
+    `only` keeps the rows whose paper settings include these values (`{"T": 200}`).
+    """
+    try:
+        entry = published_table(paper, table)
+    except KeyError as exc:
+        raise NotReproducible(exc.args[0]) from None
+    if entry.not_runnable is not None:
+        raise NotReproducible(f"{entry.paper} {entry.table} cannot be run: {entry.not_runnable}")
+    if profile is not None and profile not in PROFILES:
+        raise NotReproducible(f"unknown profile {profile!r}; profiles: {', '.join(PROFILES)}")
+    load_all()
+    task_fields = set(TASKS.get(entry.task).settings.model_fields)
+    all_rows = table_rows(entry)
+    rows, skipped = [], []
+    for index, ref in enumerate(all_rows):
+        if only and any(ref.settings.get(k) != v for k, v in only.items()):
+            continue
+        try:
+            params = _shrunk(row_params(entry, ref), profile, task_fields)
+        except ValueError as exc:
+            skipped.append((ref, str(exc)))
+            continue
+        same = next((r.index for r in rows if r.model == ref.model and r.params == params), index)
+        rows.append(Row(index, ref, ref.model, params, same))
+    if not rows:
+        reasons = "; ".join(f"{ref.model}: {why}" for ref, why in skipped) or f"no row matches {only}"
+        raise NotReproducible(f"no row of {entry.paper} {entry.table} can be run ({reasons})")
+    parts: dict[tuple, list[Row]] = {}
+    for row in rows:
+        shared = {k: v for k, v in row.task_settings.items() if f"task.{k}" != INNER_SIZE}
+        parts.setdefault(tuple(sorted(shared.items())), []).append(row)
+    stated = {ref.settings["seeds"] for ref in all_rows if "seeds" in ref.settings}
+    default_seeds = 2 if profile else (max(stated) if stated else 3)
+    return Reproduction(
+        entry,
+        [Part(dict(key), part_rows) for key, part_rows in parts.items()],
+        skipped,
+        seeds or default_seeds,
+        profile,
+    )
+
+
+def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
+    """The row's settings in our names, with the table's readings on top; ValueError says what
+    has no counterpart or is missing."""
+    params: dict[str, Any] = {}
+    for name, value in ref.settings.items():
+        if name in entry.unused:
+            continue
+        ours = PAPER_SETTINGS.get(name)
+        if ours is None:
+            raise ValueError(f"the paper's setting {name!r} has no counterpart in sweeper")
+        params.update(_per_layer(ours, value) if isinstance(value, tuple) else {ours: value})
+    params.update(ref.model_settings)
+    params.update(entry.settings)
+    params.update(entry.per_model.get(ref.model, {}))
+    model = MODELS.get(ref.model)
+    if model.orthogonal and "orth_lr" not in params and "lr" in params:
+        params["orth_lr"] = params["lr"]  # one optimizer and rate for every weight unless stated
+    declared = {**TRAINING, **model.all_hyperparams}
+    params = {k: v for k, v in params.items() if k.startswith("task.") or k in declared}
+    missing = [name for name in REQUIRED if name not in params]
+    if missing:
+        raise ValueError(f"the paper states no {', '.join(missing)} for this row")
+    validate_values(declared, {k: v for k, v in params.items() if not k.startswith("task.")}, ref.model)
+    task_settings = {k.removeprefix("task."): v for k, v in params.items() if k.startswith("task.")}
+    try:
+        TASKS.get(entry.task).settings.model_validate(task_settings)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"task setting {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return params
+
+
+def _per_layer(ours: str, values: tuple) -> dict[str, Any]:
+    """A three-layer network's per-layer values: equal ones are one setting; sizes (a, b, a) are
+    our hidden size a with an inner size b."""
+    if len(set(values)) == 1:
+        return {ours: values[0]}
+    if ours == "hidden_size" and len(values) == 3 and values[0] == values[2]:
+        return {"hidden_size": values[0], INNER_SIZE: values[1]}
+    raise ValueError(f"per-layer {ours} {list(values)} has no counterpart (one value for every layer)")
+
+
+def _shrunk(params: dict[str, Any], profile: str | None, task_fields: set[str]) -> dict[str, Any]:
+    """The `smoke` profile: the same rows, small enough to run on a CPU in minutes."""
+    if profile is None:
+        return params
+    small = dict(params)
+    hidden = max(4, params["hidden_size"] // 8)
+    if "rho" in params:
+        small["rho"] = min(hidden, round(params["rho"] * hidden / params["hidden_size"]))
+    small["hidden_size"] = hidden
+    if INNER_SIZE in params:
+        small[INNER_SIZE] = max(4, params[INNER_SIZE] // 8)
+    small["iterations"] = min(params["iterations"], 40)
+    small["eval_every"] = 20
+    small["batch_size"] = min(params["batch_size"], 16)
+    if "reset_interval" in params:
+        small["reset_interval"] = min(params["reset_interval"], 10)
+    if "task.T" in params:
+        small["task.T"] = min(params["task.T"], 10)
+    for split in ("valid_size", "test_size"):
+        if split in task_fields:
+            small[f"task.{split}"] = 64
+    return small
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
+    """The part as a sweep spec: its models with every row's values fixed (values that differ
+    between one model's rows, such as NC-GRU's orthogonal weights, as choices), searched by no one:
+    the rows run as confirmation runs with their own values, which also carry the per-model inner
+    layer size that a spec cannot fix per model."""
+    table = repro.table
+    models = list(dict.fromkeys(row.model for row in part.rows))
+    per_model: dict[str, dict[str, Any]] = {}
+    for model in models:
+        rows = [row for row in part.rows if row.model == model]
+        keys = dict.fromkeys(
+            k
+            for row in rows
+            for k in row.params
+            if k != INNER_SIZE
+            and not (k.startswith("task.") and k.removeprefix("task.") in part.task_settings)
+        )
+        per_model[model] = {}
+        for key in keys:
+            values = list(dict.fromkeys(row.params.get(key) for row in rows))
+            per_model[model][key] = values[0] if len(values) == 1 else {"choice": values}
+    resources: dict[str, Any] = {"cpus": 1, "gpus": 0.0, "per_model": {}}
+    if gpus:
+        for model in models:
+            share = (
+                ORTHOGONAL_GPU_SHARE
+                if MODELS.get(model).orthogonal
+                else GPU_SHARE.get(model, DEFAULT_GPU_SHARE)
+            )
+            resources["per_model"][model] = {"gpus": share}
+    rows_per_model = max(sum(row.model == model for row in part.rows) for model in models)
+    return SweepSpec.model_validate(
+        {
+            "name": f"{table.paper}-{slug(table.table)}{part.suffix}",
+            "description": f"Reproduction of {table.paper} {table.table}: {table.title}",
+            "task": {"name": table.task, "settings": part.task_settings},
+            "models": models,
+            "objective": {"metric": table.objective, "mode": table.mode},
+            "per_model": per_model,
+            "sampler": {"name": "random"},
+            "scheduler": {"name": "none"},
+            "budget": {"trials": repro.seeds * rows_per_model},
+            "resources": resources,
+            "reproduces": {
+                "paper": table.paper,
+                "table": table.table,
+                "seeds": repro.seeds,
+                "rows": {row.index: row.runs_of for row in part.rows},
+            },
+        }
+    )
+
+
+SHOWN = ("hidden_size", "rho", "optimizer", "lr", "orth_lr", "batch_size", "iterations")
+
+
+def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: bool) -> str:
+    """The runs of a reproduction, part by part, with what each costs where it is measured: the
+    seconds of a few training steps here, times its steps and seeds (evaluation not counted)."""
+    table = repro.table
+    runs = sum(row.runs_of == row.index for row in repro.rows) * repro.seeds
+    lines = [
+        f"reproduce {table.paper} {table.table}: {table.title}",
+        f"  {len(repro.rows)} rows in {len(repro.parts)} sweep(s), {repro.seeds} seeds each: {runs} runs"
+        + (f" (profile {repro.profile})" if repro.profile else ""),
+    ]
+    total_steps, total_seconds, timed = 0, 0.0, True
+    for part, spec in zip(repro.parts, specs, strict=True):
+        lines.append(f"  sweep {spec.name}: task {table.task} {part.task_settings}")
+        for row in part.rows:
+            if row.runs_of != row.index:
+                lines.append(f"    {row.label}: the runs of row {row.runs_of} ({row.reference.split} split)")
+                continue
+            shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
+            extra = ", ".join(
+                f"{k}={v}"
+                for k, v in row.params.items()
+                if k not in SHOWN and k.removeprefix("task.") not in part.task_settings
+            )
+            steps = row.params["iterations"] * repro.seeds
+            total_steps += steps
+            cost = ""
+            if estimate:
+                seconds = _step_seconds(row, spec)
+                if seconds is None:
+                    timed = False
+                    cost = "; not timed (see preflight)"
+                else:
+                    total_seconds += seconds * steps
+                    cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
+            lines.append(f"    {row.label}: {shown}{cost}")
+            if extra:
+                lines.append(f"      also {extra}")
+    summary = f"  total: {total_steps:,} training steps"
+    if estimate and timed:
+        summary += f", about {_duration(total_seconds)} one run at a time on this machine"
+    lines.append(summary)
+    skipped = [f"  not run: {ref.model} ({ref.split}, {ref.published}): {why}" for ref, why in repro.skipped]
+    return "\n".join(lines + skipped)
+
+
+def _step_seconds(row: Row, spec: SweepSpec) -> float | None:
+    from sweeper.spec.sweep import trial_config
+    from trainables.step_time import seconds_per_step
+
+    config = trial_config(spec, row.model, row.params, 0)
+    config["device"] = "cpu" if not spec.resources.for_model(row.model)["gpu"] else "auto"
+    try:
+        return seconds_per_step(config)
+    except (OSError, ValueError):  # data not present: preflight says which files
+        return None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

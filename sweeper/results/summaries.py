@@ -1,0 +1,154 @@
+"""Status and summaries of sweeps, read back from the studies in the database."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from sweeper.store.database import Store, SweepRecord
+from sweeper.store.trial_record import (
+    BASELINE_METRIC,
+    FAIL_REASON_ATTR,
+    INTERRUPTED_ATTR,
+    best_trial,
+    counts_toward_budget,
+    final_metrics,
+    parameter_count,
+    steps_trained,
+)
+
+
+@dataclass
+class StudySummary:
+    study: str
+    task: str
+    model: str
+    counts: dict[str, int]
+    interrupted: int
+    best_value: float | None
+    best_params: dict[str, Any] = field(default_factory=dict)
+    best_trial: int | None = None
+    parameters: int | None = None
+    last_failure: str | None = None
+    common_failure: tuple[str, int] | None = None  # the most common failure reason, and how often
+    steps: int = 0  # training steps of the trials that count toward the budget
+    seconds: float = 0.0  # and their training time
+
+
+def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
+    """Per study: trials by state, the best trial with its parameters and network size, the last
+    failure, and the training the budget counted."""
+    summaries = []
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        trials = study.get_trials(deepcopy=False)
+        counts = Counter(t.state.name for t in trials if INTERRUPTED_ATTR not in t.user_attrs)
+        counted = [t for t in trials if counts_toward_budget(t)]
+        failures = [t.user_attrs[FAIL_REASON_ATTR] for t in trials if FAIL_REASON_ATTR in t.user_attrs]
+        summary = StudySummary(
+            study=study_record.study_name,
+            task=study_record.task,
+            model=study_record.model,
+            counts={s.name: counts.get(s.name, 0) for s in TrialState},
+            interrupted=sum(INTERRUPTED_ATTR in t.user_attrs for t in trials),
+            best_value=None,
+            last_failure=failures[-1] if failures else None,
+            common_failure=Counter(failures).most_common(1)[0] if failures else None,
+            steps=sum(steps_trained(t) for t in counted),
+            seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
+        )
+        best = best_trial(study)
+        if best is not None:
+            summary.best_value = best.value
+            summary.best_params = dict(best.params)
+            summary.best_trial = best.number
+            summary.parameters = parameter_count(best)
+        summaries.append(summary)
+    return summaries
+
+
+def recorded_baseline(store: Store, record: SweepRecord) -> float | None:
+    """The task's memoryless baseline (copying, denoise, adding) as the trials reported it, or None."""
+    for study_record in record.studies:
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is not None and BASELINE_METRIC in final_metrics(best):
+            return float(final_metrics(best)[BASELINE_METRIC])
+    return None
+
+
+def importances(store: Store, record: SweepRecord) -> dict[str, dict[str, float] | str]:
+    """Each study's parameter importances (Optuna's default evaluator), or why there are none."""
+    result: dict[str, dict[str, float] | str] = {}
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if len(complete) < 2 or not any(t.params for t in complete):
+            result[study_record.model] = "needs at least two complete trials with searched parameters"
+            continue
+        try:
+            result[study_record.model] = dict(optuna.importance.get_param_importances(study))
+        except (RuntimeError, ValueError) as exc:
+            result[study_record.model] = str(exc)
+    return result
+
+
+def sorted_best_first(summaries: list[StudySummary], mode: str) -> list[StudySummary]:
+    found = [s for s in summaries if s.best_value is not None]
+    missing = [s for s in summaries if s.best_value is None]
+    return sorted(found, key=lambda s: s.best_value, reverse=(mode == "max")) + missing
+
+
+def format_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def render_markdown(
+    record: SweepRecord,
+    metric: str,
+    summaries: list[StudySummary],
+    weights: dict[str, dict[str, float] | str] | None = None,
+) -> str:
+    lines = []
+    for task in dict.fromkeys(s.task for s in summaries):
+        lines += [
+            f"### {record.name}: {task} (best {metric})",
+            "",
+            "| model | best | parameters | hyperparameters |",
+            "|---|---|---|---|",
+        ]
+        for s in summaries:
+            if s.task == task:
+                best = "" if s.best_value is None else f"{s.best_value:.5g}"
+                count = "" if s.parameters is None else str(s.parameters)
+                lines.append(f"| {s.model} | {best} | {count} | {format_params(s.best_params)} |")
+        lines.append("")
+    if weights is not None:
+        lines += ["### parameter importances", "", "| model | importances |", "|---|---|"]
+        for model, value in weights.items():
+            shown = value if isinstance(value, str) else ", ".join(f"{k} {v:.2f}" for k, v in value.items())
+            lines.append(f"| {model} | {shown} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_json(
+    record: SweepRecord,
+    metric: str,
+    mode: str,
+    summaries: list[StudySummary],
+    weights: dict[str, dict[str, float] | str] | None = None,
+) -> str:
+    data: dict[str, Any] = {
+        "sweep": record.name,
+        "status": record.status,
+        "objective": {"metric": metric, "mode": mode},
+        "studies": [asdict(s) for s in summaries],
+    }
+    if weights is not None:
+        data["importances"] = weights
+    return json.dumps(data, indent=2)

@@ -1,0 +1,190 @@
+"""The tables the commands print, built from what they read; printing is the command's part."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from sweeper.results.confirmations import ConfirmedStudy, test_metric
+from sweeper.results.paper_tables import COLUMNS, ComparisonRow, row_cells
+from sweeper.results.summaries import StudySummary, format_params
+from sweeper.spec.loading import stored_spec
+from sweeper.store.credentials import redact
+from sweeper.store.database import SweepRecord
+
+
+def status_table(record: SweepRecord, summaries: list[StudySummary]) -> Table:
+    """Per study: trials by state against the budget, training spent, and the best so far."""
+    spec = stored_spec(record)
+    budget = spec.budget
+    time_part = f", {record.elapsed_s:.0f}s elapsed" + (f" of {budget.time:.0f}s" if budget.time else "")
+    objective = spec.resolved_objective()
+    table = Table(
+        title=f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} {objective.metric}",
+        title_justify="left",
+    )
+    for column in (
+        "model",
+        "complete",
+        "pruned",
+        "failed",
+        "running",
+        "budget",
+        "steps",
+        "train time",
+        "best",
+        "best parameters",
+    ):
+        table.add_column(column)
+    for s in summaries:
+        table.add_row(
+            s.model,
+            str(s.counts["COMPLETE"]),
+            str(s.counts["PRUNED"]),
+            str(s.counts["FAIL"]) + (f" (+{s.interrupted} interrupted)" if s.interrupted else ""),
+            str(s.counts["RUNNING"]),
+            str(budget.trials),
+            f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
+            f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
+            "" if s.best_value is None else f"{s.best_value:.5g}",
+            format_params(s.best_params),
+        )
+    return table
+
+
+def summary_tables(record: SweepRecord, summaries: list[StudySummary]) -> list[Table]:
+    """One table per task: each model's best value, size, trials and hyperparameters."""
+    objective = stored_spec(record).resolved_objective()
+    tables = []
+    for task in dict.fromkeys(s.task for s in summaries):
+        table = Table(
+            title=f"{record.name}: {task} ({objective.mode} {objective.metric})", title_justify="left"
+        )
+        for column in ("model", "best", "parameters", "trials", "hyperparameters"):
+            table.add_column(column)
+        for s in summaries:
+            if s.task == task:
+                table.add_row(
+                    s.model,
+                    "" if s.best_value is None else f"{s.best_value:.5g}",
+                    "" if s.parameters is None else f"{s.parameters:,}",
+                    str(s.counts["COMPLETE"] + s.counts["PRUNED"]),
+                    format_params(s.best_params),
+                )
+        tables.append(table)
+    return tables
+
+
+def importance_table(weights: dict[str, dict[str, float] | str]) -> Table:
+    table = Table(title="parameter importances", title_justify="left")
+    table.add_column("model")
+    table.add_column("importances")
+    for model, value in weights.items():
+        shown = value if isinstance(value, str) else ", ".join(f"{k} {v:.2f}" for k, v in value.items())
+        table.add_row(model, shown)
+    return table
+
+
+def format_mean_std(mean: float | None, std: float | None) -> str:
+    if mean is None:
+        return ""
+    return f"{mean:.5g}" + ("" if std is None else f" ± {std:.2g}")
+
+
+def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Table:
+    metric = stored_spec(record).resolved_objective().metric
+    table = Table(title=f"{record.name}: confirmation over fresh seeds", title_justify="left")
+    for column in (
+        "task",
+        "model",
+        "runs",
+        f"best {metric}",
+        test_metric(metric),
+        "failed",
+        "trial",
+        "parameters",
+    ):
+        table.add_column(column)
+    for result in results:
+        table.add_row(
+            result.task,
+            result.model,
+            str(len(result.objectives)),
+            format_mean_std(*result.objective),
+            format_mean_std(*result.test),
+            str(result.failed),
+            str(result.source_trial),
+            format_params(result.params),
+        )
+    return table
+
+
+def comparison_table(title: str, rows: list[ComparisonRow]) -> Table:
+    return cells_table(title, COLUMNS, [row_cells(row) for row in rows])
+
+
+def cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+def sweeps_table(url: str, records: list[SweepRecord]) -> Table:
+    table = Table(title=f"sweeps in {redact(url)}", title_justify="left")
+    for column in ("name", "status", "task", "studies", "created", "elapsed", "experiment"):
+        table.add_column(column)
+    for record in records:
+        table.add_row(
+            record.name,
+            record.status,
+            record.studies[0].task if record.studies else "",
+            str(len(record.studies)),
+            f"{record.created_at:%Y-%m-%d %H:%M}",
+            f"{record.elapsed_s:.0f}s",
+            record.mlflow_experiment_id or "",
+        )
+    return table
+
+
+def model_table(entry: Any, count: str, input_size: int, hidden_size: int) -> Table:
+    """A registered model: what it is, where it is defined, its size, and its hyperparameters."""
+    table = Table(
+        title=f"{entry.name} ({entry.defined_in}): {entry.description} — {count} parameters at input "
+        f"{input_size}, hidden {hidden_size}",
+        title_justify="left",
+    )
+    for column in ("hyperparameter", "type", "default", "allowed", "meaning"):
+        table.add_column(column)
+    for hp in entry.all_hyperparams.values():
+        table.add_row(hp.name, hp.kind, str(hp.default), hp.describe_range(), hp.help)
+    return table
+
+
+def hyperparameter_table(title: str, hyperparams: Any) -> Table:
+    """Settings every model shares (the training loop's)."""
+    table = Table(title=title, title_justify="left")
+    for column in ("hyperparameter", "type", "default", "allowed", "meaning"):
+        table.add_column(column)
+    for hp in hyperparams:
+        table.add_row(hp.name, hp.kind, str(hp.default), hp.describe_range(), hp.help)
+    return table
+
+
+def task_table(entry: Any) -> Table:
+    """A registered task: what it is, where it is defined, its objective and its settings."""
+    task_cls = entry.task_class
+    table = Table(
+        title=f"{entry.name} ({entry.defined_in}): {entry.description} "
+        f"(objective: {task_cls.mode} {task_cls.objective})",
+        title_justify="left",
+    )
+    for column in ("setting", "type", "default", "meaning"):
+        table.add_column(column)
+    for name, fld in entry.settings.model_fields.items():
+        annotation = getattr(fld.annotation, "__name__", str(fld.annotation))
+        table.add_row(name, annotation, str(fld.default), fld.description or "")
+    return table

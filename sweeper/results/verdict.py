@@ -1,0 +1,65 @@
+"""The answer a sweep ends with: which model won, by how much, what failed and why, what next."""
+
+from __future__ import annotations
+
+from sweeper.results.summaries import StudySummary, sorted_best_first
+from sweeper.spec.loading import stored_spec
+from sweeper.store.database import SweepRecord
+
+
+def _against(value: float, reference: float) -> str:
+    """`value` beside `reference`: the difference, as a share of `reference` too."""
+    gap = value - reference
+    share = f" ({100 * abs(gap) / abs(reference):.1f}%)" if reference else ""
+    return f"{abs(gap):.4g}{share} {'lower' if gap < 0 else 'higher'} than"
+
+
+def _beats(value: float, reference: float, mode: str) -> bool:
+    return value < reference if mode == "min" else value > reference
+
+
+def all_failed(summaries: list[StudySummary]) -> bool:
+    """No trial of any study ran to an objective, and some failed."""
+    return not any(s.counts["COMPLETE"] + s.counts["PRUNED"] for s in summaries) and any(
+        s.counts["FAIL"] for s in summaries
+    )
+
+
+def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float | None) -> list[str]:
+    """The winner and its margins, each model whose trials all failed with its most common
+    reason, and the commands that go on from here."""
+    objective = stored_spec(record).resolved_objective()
+    scored = [s for s in sorted_best_first(summaries, objective.mode) if s.best_value is not None]
+    lines = []
+    if scored:
+        winner = scored[0]
+        line = f"winner: {winner.model}, best {objective.metric} {winner.best_value:.5g} (trial #{winner.best_trial})"
+        if len(scored) > 1:
+            runner_up = scored[1]
+            line += (
+                f", {_against(winner.best_value, runner_up.best_value)} the runner-up "
+                f"{runner_up.model} ({runner_up.best_value:.5g})"
+            )
+        if baseline is not None:
+            line += (
+                f", {_against(winner.best_value, baseline)} the task's memoryless baseline ({baseline:.4g})"
+            )
+            if not _beats(winner.best_value, baseline, objective.mode):
+                line += ": no model learned more than the baseline"
+        lines.append(line)
+    for s in summaries:
+        finished = s.counts["COMPLETE"] + s.counts["PRUNED"]
+        if not finished and s.counts["FAIL"] and s.common_failure is not None:
+            reason, times = s.common_failure
+            lines.append(
+                f"{s.model}: all {s.counts['FAIL']} trials failed; most often ({times}×): {reason.splitlines()[0]}"
+            )
+    name = record.name
+    lines += [
+        "next:",
+        f"  sweeper summarize {name}              # each model's best hyperparameters and size",
+        f"  sweeper confirm {name} --seeds 3      # retrain each best configuration on fresh seeds",
+        f"  sweeper report {name}                 # beside the papers' tables, with figures",
+        f"  sweeper ui {name}                     # the runs in MLflow",
+    ]
+    return lines

@@ -1,0 +1,275 @@
+"""Launching and resuming sweeps: register the studies and MLflow runs, then run them on Ray.
+
+The studies in the database are the sweep's state. Launch creates them; resume reconciles trials
+a dead or interrupted driver left RUNNING, then runs again toward the same budgets. What each
+study samples and how it is scheduled is `sweeper.run.policy`; the Ray side is `sweeper.run.runtime`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from sqlalchemy.engine import make_url
+
+from sweeper.run.policy import make_pruner, make_sampler, make_scheduler, reconcile, study_budget
+from sweeper.run.progress import ProgressDisplay
+from sweeper.run.runtime import (
+    RunEnd,
+    connect_ray,
+    drive,
+    quiet_environment,
+    refuse_missing_gpus,
+    results_dir,
+    start_ray,
+)
+from sweeper.run.search import MultiStudySearcher, StudyPlan
+from sweeper.run.tracking import Tracker, open_tracker
+from sweeper.run.workers import local_cpus
+from sweeper.spec.loading import stored_spec
+from sweeper.spec.preflight import NO_GPUS_OVERRIDE
+from sweeper.spec.sweep import SweepSpec
+from sweeper.store.credentials import redact, scrub
+from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
+from sweeper.store.locations import DEFAULT_HOME, resolve_tracking_uri
+from sweeper.store.states import SweepStatus
+from sweeper.store.trial_record import best_trial, parameter_count
+
+log = logging.getLogger(__name__)
+
+STORED_SPEC_GPUS = "a sweep's stored spec does not change; run it where Ray has GPUs"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a sweep runs and what it writes to: the study database, MLflow, Ray, Tune's files."""
+
+    storage_url: str
+    tracking_uri: str
+    address: str | None = None
+    results: str | None = None
+    verbose: bool = False
+    home: Path = DEFAULT_HOME
+
+
+def study_name(sweep: str, task: str, model: str) -> str:
+    return f"{sweep}/{task}/{model}"
+
+
+def with_budget(spec: SweepSpec, max_trials: int | None, time_budget: float | None) -> SweepSpec:
+    """The spec with command-line budget overrides applied (they are stored with the sweep)."""
+    update: dict[str, Any] = {}
+    if max_trials is not None:
+        update["trials"] = max_trials
+    if time_budget is not None:
+        update["time"] = time_budget
+    if not update:
+        return spec
+    return spec.model_copy(update={"budget": spec.budget.model_copy(update=update)})
+
+
+def without_gpus(spec: SweepSpec) -> SweepSpec:
+    """The spec with every trial on the CPU (`--no-gpus`), validated again: `kernel: fused` needs a GPU."""
+    resources = spec.resources.model_dump()
+    resources["gpus"] = 0.0
+    for own in resources["per_model"].values():
+        own["gpus"] = None
+    return SweepSpec.model_validate({**spec.canonical(), "resources": resources})
+
+
+def connect(where: Where, specs: list[SweepSpec], override: str) -> None:
+    """Start or join Ray for these sweeps; refuse a multi-node SQLite sweep, and GPU trials on a
+    local Ray that has no GPU (`override` says what to do instead)."""
+    connect_ray(where.address, where.storage_url, where.verbose, local_cpus(specs))
+    if where.address is None:
+        refuse_missing_gpus(specs, override)
+
+
+def register(
+    spec: SweepSpec, where: Where, profile: str | None, launched: list[SweepSpec]
+) -> tuple[Store, SweepRecord]:
+    """Reach the database and Ray, in the order that refuses a bad setup before anything is
+    written, then register the sweep. SQLite: Ray first, so a multi-node cluster is refused before
+    the database file exists; a server: the database first, so an unreachable one is reported
+    before Ray starts. A local Ray is sized for every sweep `launched` with this one."""
+    check_url(where.storage_url)
+    if make_url(where.storage_url).get_backend_name() == "sqlite":
+        connect(where, launched, NO_GPUS_OVERRIDE)
+        store = Store(where.storage_url)
+    else:
+        store = Store(where.storage_url)
+        connect(where, launched, NO_GPUS_OVERRIDE)
+    return store, create_sweep(spec, store, where.tracking_uri, profile, where.address, where.home)
+
+
+def create_sweep(
+    spec: SweepSpec,
+    store: Store,
+    tracking_uri: str,
+    profile: str | None,
+    address: str | None,
+    home: Path = DEFAULT_HOME,
+) -> SweepRecord:
+    """Register the sweep, its studies and its MLflow experiment and parent runs."""
+    name = store.next_sweep_name(spec.name)
+    objective = spec.resolved_objective()
+    quiet_environment(verbose=False)
+    record = SweepRecord(
+        name=name,
+        spec_name=spec.name,
+        spec_yaml=spec.to_yaml(),
+        spec_hash=spec.digest(),
+        profile=profile,
+        status=SweepStatus.CREATED,
+        ray_address=address or "local",
+        tracking_uri=redact(tracking_uri),
+    )
+    tracker = open_tracker(tracking_uri)
+    experiment_id = None
+    if tracker is not None:
+        description = f"{spec.description}\n\n```yaml\n{spec.to_yaml()}```"
+        # a tracking server keeps artifacts itself; only a local store needs a local folder
+        artifacts = None if tracking_uri.startswith(("http://", "https://")) else home / "mlartifacts"
+        experiment_id = tracker.call(
+            "create_experiment", tracker.experiment, name, description, artifacts, objective.mode == "min"
+        )
+    record.mlflow_experiment_id = experiment_id
+    for model in spec.models:
+        sname = study_name(name, spec.task.name, model)
+        study = optuna.create_study(
+            study_name=sname,
+            storage=store.optuna,
+            direction="minimize" if objective.mode == "min" else "maximize",
+            load_if_exists=True,
+        )
+        with (
+            warnings.catch_warnings()
+        ):  # experimental in Optuna, and what names the objective in its dashboard
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([objective.metric])
+        parent = None
+        if tracker is not None and experiment_id is not None:
+            parent = tracker.call(
+                "create_run", tracker.parent_run, experiment_id, sname, spec.task.name, model
+            )
+        record.studies.append(
+            StudyRecord(study_name=sname, task=spec.task.name, model=model, mlflow_parent_run_id=parent)
+        )
+    return store.add_sweep(record)
+
+
+def resume(store: Store, record: SweepRecord, where: Where) -> tuple[int, RunEnd]:
+    """Join Ray, mark what a stopped driver left running as interrupted, and run the sweep on.
+    Returns how many trials were reconciled, and how the run ended."""
+    connect(where, [stored_spec(record)], STORED_SPEC_GPUS)
+    fixed = reconcile(store, record)
+    return fixed, run_sweep(store, record, where)
+
+
+def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
+    """Run (or continue) a registered sweep until its budgets are met or it is stopped."""
+    spec = stored_spec(record)
+    tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
+    plans = []
+    for study_record in record.studies:
+        study = optuna.load_study(
+            study_name=study_record.study_name, storage=store.optuna, pruner=make_pruner(spec)
+        )
+        study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)))
+        plans.append(
+            StudyPlan(
+                study,
+                study_record.model,
+                study_record.mlflow_parent_run_id,
+                study_budget(spec, study_record.model),
+                spec.budget.iterations,
+                spec.budget.study_time,
+            )
+        )
+    searcher = MultiStudySearcher(spec, plans, tracker, record.mlflow_experiment_id)
+
+    remaining_time = None if spec.budget.time is None else spec.budget.time - record.elapsed_s
+    if remaining_time is not None and remaining_time <= 0:
+        store.update_sweep(record.id, status=SweepStatus.FINISHED, message="time budget exhausted")
+        return RunEnd(record.name, SweepStatus.FINISHED, "time budget exhausted")
+
+    start_ray(where.address, where.verbose, local_cpus([spec]))
+    started = time.monotonic()
+    deadline = None if remaining_time is None else started + remaining_time
+    driver_died = record.status == SweepStatus.RUNNING  # its last MLflow writes may never have been made
+    store.update_sweep(
+        record.id, status=SweepStatus.RUNNING, started_at=record.started_at or now(), message=None
+    )
+
+    display = ProgressDisplay(
+        record.name,
+        searcher.snapshot,
+        lambda: record.elapsed_s + time.monotonic() - started,
+        spec.budget.time,
+    )
+    status, message = drive(
+        searcher,
+        spec,
+        scheduler=make_scheduler(spec, searcher),
+        name=record.name,
+        runs_dir=results_dir(where.results, where.home),
+        verbose=where.verbose,
+        deadline=deadline,
+        display=display,
+    )
+    try:
+        store.update_sweep(
+            record.id,
+            status=status,
+            ended_at=now(),
+            elapsed_s=record.elapsed_s + time.monotonic() - started,
+            message=message,
+        )
+        if tracker is not None:
+            _summarize_parents(tracker, plans)
+            if tracker.missed or record.mlflow_experiment_id is None:
+                catch_up_mlflow(store, record, "MLflow was unavailable during the sweep")
+            elif driver_died:
+                catch_up_mlflow(
+                    store, record, "the previous driver stopped without finishing its MLflow writes"
+                )
+    except DATABASE_ERRORS as exc:  # its trials are safe; resume reconciles the rest
+        log.error("could not record how sweep %s ended: %s", record.name, exc)
+    return RunEnd(record.name, status, message)
+
+
+def catch_up_mlflow(store: Store, record: SweepRecord, why: str) -> None:
+    """Back-fill MLflow from the studies once (after an outage or a dead driver); say so if it fails."""
+    from sweeper.run.sync import sync_mlflow
+
+    try:
+        counts = sync_mlflow(
+            store, store.get_sweep(record.name), Tracker(resolve_tracking_uri(record.tracking_uri))
+        )
+        log.warning("%s; back-filled %d runs from the studies", why, counts.created)
+    except Exception as exc:  # a catch-up that fails leaves the sweep intact and says what to run
+        log.warning(
+            "MLflow is still incomplete (%s); run `sweeper sync-mlflow %s` once it is back",
+            scrub(str(exc), resolve_tracking_uri(record.tracking_uri or "")),
+            record.name,
+        )
+
+
+def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:
+    for plan in plans:
+        if plan.parent_run_id is None:
+            continue
+        best = best_trial(plan.study)
+        tracker.summarize_parent(
+            plan.parent_run_id,
+            best.value if best else None,
+            best.params if best else {},
+            parameter_count(best) if best else None,
+        )
+        ended = [t.datetime_complete for t in plan.study.get_trials(deepcopy=False) if t.datetime_complete]
+        tracker.end_parent(plan.parent_run_id, end_time=int(max(ended).timestamp() * 1000) if ended else None)

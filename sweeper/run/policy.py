@@ -1,0 +1,117 @@
+"""Study policy: how each study samples, prunes and is scheduled, what budget it gets, and how
+a study left by a stopped driver is repaired before it runs again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from sweeper.run.schedulers import OptunaPrunerScheduler, PerStudyScheduler
+from sweeper.spec.space import grid_of, grid_size
+from sweeper.spec.sweep import SweepSpec
+from sweeper.spec.values import IntRange
+from sweeper.store.database import Store, SweepRecord
+from sweeper.store.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR
+from trainables.hyperparams import TRAINING
+
+
+def _max_iterations(spec: SweepSpec) -> int:
+    longest = 0
+    for model in spec.models:
+        value = spec.space(model).get("iterations", TRAINING["iterations"].default)
+        longest = max(longest, value.int[1] if isinstance(value, IntRange) else int(value))
+    return longest
+
+
+def _first_report(spec: SweepSpec) -> int:
+    value = spec.space(spec.models[0]).get("eval_every", TRAINING["eval_every"].default)
+    return value.int[0] if isinstance(value, IntRange) else int(value)
+
+
+class AskTellGridSampler(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its `study.stop()` once the grid is walked.
+
+    That call only works inside `study.optimize`; under ask-and-tell it raises before the last
+    trial's state is saved. The study's budget is capped at the grid size instead.
+    """
+
+    def after_trial(self, study: optuna.Study, trial: Any, state: Any, values: Any) -> None:
+        return None
+
+
+def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.BaseSampler:
+    """Seeded from the spec, shifted by the trials already asked so a resume does not replay draws;
+    a study whose searched values are grids walks its grid."""
+    seed = (spec.sampler.seed if spec.sampler.seed is not None else spec.seed) + offset
+    grid = grid_of(spec.space(model))
+    if grid is not None:
+        return AskTellGridSampler(grid, seed=seed)
+    if spec.sampler.name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if spec.sampler.name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
+
+def study_budget(spec: SweepSpec, model: str) -> int:
+    """Trials of one study: the spec's budget, or the grid's size when that is smaller."""
+    grid = grid_of(spec.space(model))
+    return spec.budget.trials if grid is None else min(spec.budget.trials, grid_size(grid))
+
+
+def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
+    """The study's Optuna pruner: it acts only under the `median` and `hyperband` schedulers."""
+    warmup = spec.scheduler.grace_period or _first_report(spec)
+    if spec.scheduler.name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warmup)
+    if spec.scheduler.name == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=warmup,
+            max_resource=_max_iterations(spec),
+            reduction_factor=max(2, round(spec.scheduler.reduction_factor)),
+        )
+    return optuna.pruners.NopPruner()
+
+
+def make_scheduler(spec: SweepSpec, searcher: Any) -> Any:
+    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if spec.scheduler.name == "none":
+        return FIFOScheduler()
+    if spec.scheduler.name in ("median", "hyperband"):
+        return OptunaPrunerScheduler(searcher)
+    objective = spec.resolved_objective()
+    max_t = _max_iterations(spec)
+    grace = min(spec.scheduler.grace_period or _first_report(spec), max_t)
+    return PerStudyScheduler(
+        lambda: ASHAScheduler(
+            time_attr="step",
+            metric=objective.metric,
+            mode=objective.mode,
+            max_t=max_t,
+            grace_period=grace,
+            reduction_factor=spec.scheduler.reduction_factor,
+        )
+    )
+
+
+def reconcile(store: Store, record: SweepRecord) -> int:
+    """Mark trials left RUNNING by a driver that is gone as interrupted failures; return how many.
+
+    Optuna's heartbeats act only inside `study.optimize`, not under ask-and-tell, so the
+    service does this itself before any resume.
+    """
+    fixed = 0
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+            storage = store.optuna
+            storage.set_trial_user_attr(trial._trial_id, INTERRUPTED_ATTR, True)
+            storage.set_trial_user_attr(trial._trial_id, FAIL_REASON_ATTR, "the sweep's driver stopped")
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            fixed += 1
+    return fixed

@@ -1,0 +1,384 @@
+"""Ray Tune searchers of sweeper: one that serves several Optuna studies at once, with faithful
+trial states, and the bookkeeping it shares with the confirmation runs.
+
+One study per (task, model). Interleaving the studies in one Tune run keeps every worker busy:
+no study's tail leaves the cluster idle while the next model waits. A searcher lives in the
+driver; it is the one place that knows why a trial ended, so it also writes the MLflow run.
+
+Trial states: reached its last step → COMPLETE (value: the best objective it attained, the
+papers' "minimum attained loss"); stopped earlier by the scheduler → PRUNED; raised, diverged or
+crashed → FAIL with the reason; cut by Ctrl-C or the time budget → FAIL marked interrupted,
+which does not count toward the trial budget, so `resume` runs it again.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.result import AUTO_RESULT_KEYS
+from ray.tune.search import Searcher
+
+from sweeper.run.tracking import RunRef, Tracker, TrialWriter
+from sweeper.spec.space import suggest_params
+from sweeper.spec.sweep import SweepSpec, trial_config
+from sweeper.store.database import DATABASE_ERRORS
+from sweeper.store.states import TrialEnd
+from sweeper.store.trial_record import (
+    CONFIG_ATTR,
+    FAIL_REASON_ATTR,
+    FINAL_METRICS_ATTR,
+    FINISHED_STATES,
+    INTERRUPTED_ATTR,
+    MLFLOW_RUN_ATTR,
+    SEED_ATTR,
+    counts_toward_budget,
+    run_params,
+    steps_trained,
+    trial_seed,
+)
+from trainables.hyperparams import TRAINING
+
+RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
+RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
+log = logging.getLogger(__name__)
+
+
+def database_guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Retry a searcher hook through short database outages; past them, stop the sweep cleanly.
+
+    A hook that still fails sets `stop_reason` (the sweep ends as interrupted) and returns
+    `default`. Its trial stays RUNNING in the study, so `resume` reconciles and reruns it once
+    the database is back: nothing is silently dropped, and Tune never sees the exception.
+    """
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def guarded(self: ResultRecorder, *args: Any, **kwargs: Any) -> Any:
+            for attempt in range(self.database_retries + 1):
+                try:
+                    return method(self, *args, **kwargs)
+                except DATABASE_ERRORS as exc:
+                    if attempt == self.database_retries:
+                        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+                        self.stop_reason = (
+                            self.stop_reason or f"interrupted: the study database is unreachable ({reason})"
+                        )
+                        log.error(
+                            "%s; stopping the sweep, resume it once the database is back", self.stop_reason
+                        )
+                        return default
+                    time.sleep(self.database_backoff * 2**attempt)
+            return default
+
+        return guarded
+
+    return wrap
+
+
+def driver_only_state(obj: Any) -> dict[str, Any]:
+    """What Tune may pickle of a driver-side object: its plain settings, never its connections.
+
+    Tune pickles its configuration for `Tuner.restore`; sweeper resumes from the studies instead,
+    so a restored copy only needs to exist, not to work.
+    """
+    return {k: v for k, v in vars(obj).items() if isinstance(v, (str, int, float, bool, type(None)))}
+
+
+@dataclass
+class Progress:
+    """What one running Tune trial has shown so far."""
+
+    iterations: int
+    run: RunRef | None
+    last_step: int = 0
+    seconds: float = 0.0  # training time reported so far (Tune's time_total_s)
+    best: float | None = None
+    fail_reason: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class ResultRecorder(Searcher):
+    """Bookkeeping shared by sweeper's searchers: results, best values, and why a trial ended."""
+
+    def __init__(self, spec: SweepSpec, tracker: Tracker | None) -> None:
+        objective = spec.resolved_objective()
+        super().__init__(metric=objective.metric, mode=objective.mode)
+        self.spec = spec
+        self.tracker = TrialWriter(tracker) if tracker is not None else None
+        self.stop_reason: str | None = None
+        self.database_retries = 3
+        self.database_backoff = 1.0  # seconds, doubled per retry: 1 + 2 + 4 before giving up
+
+    def better(self, current: float | None, value: float | None) -> float | None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return current
+        if current is None:
+            return value
+        return min(current, value) if self.mode == "min" else max(current, value)
+
+    def progress_of(self, trial_id: str) -> Progress | None:
+        raise NotImplementedError
+
+    def fail(self, trial_id: str, reason: str) -> None:
+        """Record why a trial is being stopped (time limit), so it ends as FAIL, not PRUNED."""
+        progress = self.progress_of(trial_id)
+        if progress is not None:
+            progress.fail_reason = reason
+
+    def new_progress(self, config: dict[str, Any], run: RunRef | None) -> Progress:
+        return Progress(config.get("iterations", TRAINING["iterations"].default), run)
+
+    def flush_tracking(self) -> None:
+        """Wait for the queued MLflow writes: before the sweep's summary, or a test's look."""
+        if self.tracker is not None:
+            self.tracker.flush()
+
+    def observe(self, progress: Progress, result: dict[str, Any]) -> tuple[int, float] | None:
+        """Take one result; return (step, objective) for a new step with a finite objective.
+
+        Tune may hand the last result to `on_trial_complete` only, or to both hooks: a step is
+        taken once.
+        """
+        if result.get("fail_reason"):
+            progress.fail_reason = str(result["fail_reason"])
+            return None
+        if "step" not in result or int(result["step"]) <= progress.last_step:
+            return None
+        step = int(result["step"])
+        progress.last_step = step
+        progress.seconds = float(result.get("time_total_s", progress.seconds))
+        progress.metrics = {
+            k: v for k, v in result.items() if k not in RAY_KEYS and not k.startswith("config/")
+        }
+        if self.tracker is not None:
+            self.tracker.log_metrics(progress.run, step, progress.metrics)
+        value = result.get(self.metric)
+        if value is None or not math.isfinite(value):
+            return None
+        progress.best = self.better(progress.best, value)
+        return step, value
+
+    def outcome(self, progress: Progress, error: bool) -> tuple[TrialEnd, str | None]:
+        if progress.fail_reason is not None:
+            return TrialEnd.FAIL, progress.fail_reason
+        if error:
+            return TrialEnd.FAIL, "the trial's worker process crashed (see the Ray logs)"
+        if progress.last_step >= progress.iterations:
+            if progress.best is None:
+                return TrialEnd.FAIL, f"no finite {self.metric} was reported"
+            return TrialEnd.COMPLETE, None
+        if self.stop_reason is not None:
+            return TrialEnd.INTERRUPTED, self.stop_reason
+        return TrialEnd.PRUNED, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return driver_only_state(self)
+
+    # The database holds the state; Tune's own copy would only go stale.
+    def save(self, checkpoint_path: str) -> None:
+        return None
+
+    def restore(self, checkpoint_path: str) -> None:
+        return None
+
+
+@dataclass
+class StudyPlan:
+    """A study the searcher serves, with its budget and progress counters."""
+
+    study: optuna.Study
+    model: str
+    parent_run_id: str | None
+    budget: int
+    step_budget: int | None = None
+    time_budget: float | None = None
+    counts: dict[str, int] = field(default_factory=lambda: {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0})
+    running: int = 0
+    best: float | None = None
+    steps: int = 0  # training steps of finished trials
+    seconds: float = 0.0  # their training time
+
+    @property
+    def name(self) -> str:
+        return self.study.study_name
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def remaining(self) -> int:
+        """Trials still to hand out: none once the trial or the step budget is spent."""
+        if self.step_budget is not None and self.steps >= self.step_budget:
+            return 0
+        if self.time_budget is not None and self.seconds >= self.time_budget:
+            return 0
+        return self.budget - self.done - self.running
+
+
+@dataclass
+class LiveTrial:
+    plan: StudyPlan
+    trial: optuna.Trial
+    progress: Progress
+
+
+class MultiStudySearcher(ResultRecorder):
+    def __init__(
+        self,
+        spec: SweepSpec,
+        plans: list[StudyPlan],
+        tracker: Tracker | None,
+        experiment_id: str | None,
+    ) -> None:
+        super().__init__(spec, tracker)
+        self.plans = plans
+        self.experiment_id = experiment_id
+        self._live: dict[str, LiveTrial] = {}
+        for plan in plans:
+            for frozen in plan.study.get_trials(deepcopy=False, states=FINISHED_STATES):
+                if counts_toward_budget(frozen):
+                    plan.counts[frozen.state.name] += 1
+                    plan.steps += steps_trained(frozen)
+                    plan.seconds += frozen.duration.total_seconds() if frozen.duration else 0.0
+                    if frozen.state == TrialState.COMPLETE:
+                        plan.best = self.better(plan.best, frozen.value)
+
+    def _next_plan(self) -> StudyPlan | None:
+        """The open study least far through its budget, so models advance together."""
+        open_plans = [p for p in self.plans if p.remaining > 0]
+        if not open_plans:
+            return None
+        return min(open_plans, key=lambda p: (p.done + p.running) / p.budget)
+
+    @database_guarded(default=Searcher.FINISHED)
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if self.stop_reason is not None:
+            return Searcher.FINISHED
+        plan = self._next_plan()
+        if plan is None:
+            return Searcher.FINISHED
+        trial = plan.study.ask()
+        params = suggest_params(trial, self.spec, plan.model)
+        seed = trial_seed(self.spec.seed, trial.number)
+        trial.set_user_attr(SEED_ATTR, seed)
+        config = trial_config(self.spec, plan.model, params, seed)
+        trial.set_user_attr(CONFIG_ATTR, config)
+        run = None
+        if self.tracker is not None and self.experiment_id is not None and plan.parent_run_id is not None:
+            run = self.tracker.start_trial(
+                self.experiment_id,
+                plan.parent_run_id,
+                plan.name,
+                self.spec.task.name,
+                plan.model,
+                trial.number,
+                run_params(config),
+            )
+        self._live[trial_id] = LiveTrial(plan, trial, self.new_progress(config, run))
+        plan.running += 1
+        return config
+
+    def progress_of(self, trial_id: str) -> Progress | None:
+        live = self._live.get(trial_id)
+        return None if live is None else live.progress
+
+    @database_guarded(default=None)
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        live = self._live.get(trial_id)
+        if live is not None:
+            self._report(live, result)
+
+    def _report(self, live: LiveTrial, result: dict[str, Any]) -> None:
+        taken = live.progress.last_step
+        observed = self.observe(live.progress, result)
+        if observed is not None:
+            step, value = observed
+            try:
+                live.trial.report(value, step)
+            except DATABASE_ERRORS:
+                live.progress.last_step = taken  # so a retry reports this step again
+                raise
+
+    @database_guarded(default=False)
+    def should_prune(self, trial_id: str, result: dict[str, Any]) -> bool:
+        """Optuna's pruner on this result (for the `median` and `hyperband` schedulers)."""
+        live = self._live.get(trial_id)
+        if live is None:
+            return False
+        self._report(live, result)
+        return live.trial.should_prune()
+
+    @database_guarded(default=None)
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        live = self._live.get(trial_id)
+        if live is None:
+            return
+        if result:
+            self._report(live, result)
+        self._tell(live, *self.outcome(live.progress, error))
+        del self._live[trial_id]
+
+    def abandon_running(self, reason: str) -> None:
+        """Mark every trial still running as interrupted (the sweep is stopping).
+
+        With the database gone they stay RUNNING there, for `resume` to reconcile.
+        """
+        for trial_id, live in list(self._live.items()):
+            try:
+                self._tell(live, TrialEnd.INTERRUPTED, reason)
+            except DATABASE_ERRORS as exc:
+                log.error(
+                    "trial %d of %s left RUNNING for resume: %s", live.trial.number, live.plan.name, exc
+                )
+            del self._live[trial_id]
+
+    def _tell(self, live: LiveTrial, outcome: TrialEnd, reason: str | None) -> None:
+        """Store the trial's end first, then count it: a retried call never counts twice."""
+        plan = live.plan
+        state = TrialState.FAIL if outcome == TrialEnd.INTERRUPTED else TrialState[outcome]
+        if reason is not None:
+            live.trial.set_user_attr(FAIL_REASON_ATTR, reason[:2000])
+        if outcome == TrialEnd.INTERRUPTED:
+            live.trial.set_user_attr(INTERRUPTED_ATTR, True)
+        value = live.progress.best if state == TrialState.COMPLETE else None
+        if live.progress.metrics:
+            live.trial.set_user_attr(FINAL_METRICS_ATTR, live.progress.metrics)
+        run_id = live.progress.run.id(timeout=RUN_ID_WAIT_S) if live.progress.run is not None else None
+        if run_id is not None:
+            live.trial.set_user_attr(MLFLOW_RUN_ATTR, run_id)
+        plan.study.tell(live.trial, value, state=state, skip_if_finished=True)
+        plan.running -= 1
+        if outcome != TrialEnd.INTERRUPTED:
+            plan.counts[state.name] += 1
+            plan.steps += live.progress.last_step
+            plan.seconds += live.progress.seconds
+        plan.best = self.better(plan.best, value)
+        if self.tracker is not None:
+            self.tracker.finish_trial(live.progress.run, state.name, value, reason)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Per-study progress for the live display."""
+        return [
+            {
+                "model": p.model,
+                **{k.lower(): v for k, v in p.counts.items()},
+                "running": p.running,
+                "budget": p.budget,
+                "steps": p.steps,
+                "seconds": p.seconds,
+                "step_budget": p.step_budget,
+                "best": p.best,
+            }
+            for p in self.plans
+        ]

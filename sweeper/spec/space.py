@@ -1,0 +1,87 @@
+"""Define-by-run search spaces: each model's study samples only the parameters it uses."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+
+from sweeper.spec.sweep import SweepSpec
+from sweeper.spec.values import FRACTION_SUFFIX, Choice, FloatRange, Fraction, Grid, IntRange, Match
+from trainables.hyperparams import Hyperparam
+
+
+def suggest_params(trial: optuna.Trial, spec: SweepSpec, model: str) -> dict[str, Any]:
+    """Sample the searched entries of one model's study space (fixed values are not params).
+
+    A setting bounded by another (`at_most`, ρ ≤ hidden size) is drawn after it: as an integer
+    range it is capped by the value this trial drew, and as `{fraction: ...}` it is stored as the
+    parameter `<name>_fraction`.
+    """
+    space, declared = spec.space(model), spec.declared(model)
+    params: dict[str, Any] = {}
+    bounds = {hp.at_most for hp in declared.values() if hp.at_most}
+    for name in sorted(space, key=lambda name: name not in bounds):
+        value = space[name]
+        if isinstance(value, IntRange):
+            low, high = value.int
+            bound = declared[name].at_most
+            if bound is not None:
+                high = min(high, _value_of(bound, params, space, declared))
+            params[name] = trial.suggest_int(
+                name, low, high, log=value.log, step=1 if value.log else value.step
+            )
+        elif isinstance(value, FloatRange):
+            low, high = value.float
+            params[name] = trial.suggest_float(name, low, high, log=value.log)
+        elif isinstance(value, (Choice, Grid)):
+            options = value.choice if isinstance(value, Choice) else value.grid
+            params[name] = trial.suggest_categorical(name, list(options))
+        elif isinstance(value, Fraction):
+            params[name + FRACTION_SUFFIX] = trial.suggest_float(name + FRACTION_SUFFIX, *value.bounds)
+        elif isinstance(value, Match):
+            raise ValueError(f"{name}: parameter matching must be resolved before sampling")
+    return params
+
+
+def _value_of(
+    name: str, params: Mapping[str, Any], space: Mapping[str, Any], declared: Mapping[str, Hyperparam]
+) -> Any:
+    """The value of `name` in the trial being drawn: sampled, fixed, or its default."""
+    if name in params:
+        return params[name]
+    fixed = space.get(name)
+    return fixed if isinstance(fixed, int | float) else declared[name].default
+
+
+def grid_of(space: Mapping[str, Any]) -> dict[str, list[Any]] | None:
+    """The grid of a study whose searched values are grids, for Optuna's GridSampler."""
+    grid = {name: list(value.grid) for name, value in space.items() if isinstance(value, Grid)}
+    return grid or None
+
+
+def grid_size(grid: Mapping[str, list[Any]]) -> int:
+    return math.prod(len(values) for values in grid.values())
+
+
+def describe(value: Any, bound: str | None = None) -> str:
+    """A one-line rendering for `--dry-run` and listings; `bound` names what a fraction is of."""
+    if isinstance(value, IntRange):
+        return f"int [{value.int[0]}, {value.int[1]}]" + (" log" if value.log else "")
+    if isinstance(value, FloatRange):
+        return f"float [{value.float[0]:g}, {value.float[1]:g}]" + (" log" if value.log else "")
+    if isinstance(value, Choice):
+        return "choice {" + ", ".join(map(str, value.choice)) + "}"
+    if isinstance(value, Grid):
+        return "grid {" + ", ".join(map(str, value.grid)) + "}"
+    if isinstance(value, Fraction):
+        low, high = value.bounds
+        return f"fraction [{low:g}, {high:g}] of {bound}"
+    if isinstance(value, Match):
+        target = value.match
+        if target.parameters is not None:
+            return f"matched to {target.parameters:,} parameters"
+        return f"matched to {target.model} at hidden size {target.hidden_size}"
+    return f"= {value}"

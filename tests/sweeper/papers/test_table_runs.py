@@ -1,0 +1,120 @@
+"""The runs `sweeper reproduce` builds from a published table's recorded settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.papers.outcome import ReproducedRow
+from sweeper.papers.table_runs import NotReproducible, plan, row_params, spec_for
+from sweeper.results.paper_tables import row_metric
+from trainables.reference import all_tables, published_table, table_rows
+
+
+def test_ncgru_table_2_runs_each_published_row_at_its_settings() -> None:
+    repro = plan("ncgru", "Table 2")
+    assert repro.seeds == 3  # the paper's count
+    assert [part.task_settings["T"] for part in repro.parts] == [200, 400]
+    rows = {(row.label, row.reference.settings["T"]): row.params for row in repro.rows}
+    assert len(rows) == 12
+    ncgru = rows[("ncgru (orthogonal=rc)", 200)]
+    assert ncgru["hidden_size"] == 118 and ncgru["rho"] == 50
+    assert ncgru["neumann_order"] == 2 and ncgru["reset_interval"] == 50
+    assert ncgru["optimizer"] == "adam" and ncgru["lr"] == 0.001 and ncgru["iterations"] == 10000
+    assert ncgru["batch_size"] == 128 and ncgru["orthogonal"] == "rc"
+    assert ncgru["init"] == "synthetic_code" and ncgru["task.variant"] == "paper"
+    assert ncgru["orth_lr"] == 0.001  # the reading: A trained at the learning rate
+    lstm = rows[("lstm", 400)]
+    assert lstm["hidden_size"] == 90 and "init" not in lstm and "orth_lr" not in lstm
+
+
+def test_stated_orthogonal_learning_rate_wins_over_the_reading() -> None:
+    rows = {row.label: row.params for row in plan("ncgru", "Table 4", only={"T": 1000}).rows}
+    assert rows["ncgru (orthogonal=c)"]["orth_lr"] == 0.0001
+    assert rows["scornn"]["orth_lr"] == 0.0001
+    assert rows["goru"]["orth_lr"] == 0.001
+
+
+def test_epochs_become_the_readings_iterations() -> None:
+    rows = plan("ncgru", "Table 3", only={"T": 200}).rows
+    assert {row.params["iterations"] for row in rows} == {20000}  # 10 epochs x 100,000 / batch 50
+    assert "iterations" in published_table("ncgru", "Table 3").readings
+
+
+def test_three_layer_sizes_become_hidden_and_inner_sizes() -> None:
+    rows = {row.model: row.params for row in plan("ncgru", "Table 5").rows}
+    assert rows["ncgru"]["hidden_size"] == 430 and rows["ncgru"]["task.inner_hidden_size"] == 1000
+    assert rows["ncgru"]["rho"] == 50 and rows["ncgru"]["task.layers"] == 3
+    assert rows["ncgru"]["init"] == "ptb_code" and rows["ncgru"]["reset"] == "after"
+
+
+def test_a_validation_and_a_test_number_share_their_runs() -> None:
+    rows = plan("goru2019", "Table 4").rows
+    assert len(rows) == 8
+    for first, second in zip(rows[::2], rows[1::2], strict=True):
+        assert second.runs_of == first.index and first.runs_of == first.index
+    table = published_table("goru2019", "Table 4")
+    assert [row_metric(table, row.reference) for row in rows[:2]] == ["valid_loss", "test_loss"]
+
+
+def test_accuracy_tables_compare_accuracy_over_all_steps() -> None:
+    for name in ("Table 8", "Table 9"):
+        table = published_table("ncgru", name)
+        assert table.metric == "valid_accuracy_all_steps" and table.take == "last"
+        assert {ref.metric for ref in table_rows(table)} == {"accuracy_all_steps"}
+
+
+@pytest.mark.parametrize(("paper", "table"), [("ncgru", "Table 6"), ("ncgru", "Table 7"), ("goru2019", "2")])
+def test_tables_without_run_settings_say_why(paper: str, table: str) -> None:
+    with pytest.raises(NotReproducible, match=r"cannot be run: \w+"):
+        plan(paper, table)
+
+
+def test_unknown_table_lists_the_tables() -> None:
+    with pytest.raises(NotReproducible, match=r"the tables are: .*ncgru .Table 9."):
+        plan("ncgru", "Table 12")
+
+
+def test_every_runnable_table_builds_valid_specs() -> None:
+    for table in all_tables():
+        if table.not_runnable is not None:
+            continue
+        repro = plan(table.paper, table.table)
+        assert not repro.skipped, (table.key, repro.skipped)
+        for part in repro.parts:
+            spec = spec_for(repro, part, gpus=True)
+            assert spec.reproduces is not None and spec.scheduler.name == "none"
+            assert set(spec.reproduces.rows) == {row.index for row in part.rows}
+
+
+def test_every_reading_names_a_setting_the_runs_use_or_a_condition() -> None:
+    for table in all_tables():
+        if table.not_runnable is None:
+            names = {k for row in plan(table.paper, table.table).rows for k in row.params}
+            for reading in table.readings:
+                assert reading in names or reading in ("split", "accuracy", "seeds"), (table.key, reading)
+
+
+def test_smoke_profile_shrinks_every_run() -> None:
+    repro = plan("ncgru", "2", profile="smoke", only={"T": 200})
+    assert repro.seeds == 2
+    for row in repro.rows:
+        assert row.params["iterations"] == 40 and row.params["batch_size"] <= 16
+        assert row.params["task.T"] == 10 and row.params["hidden_size"] <= 25
+        assert row.params.get("rho", 0) <= row.params["hidden_size"]
+    spec = spec_for(repro, repro.parts[0], gpus=False)
+    assert spec.name == "ncgru-table-2-T200"  # named by the paper's length, not the shrunk one
+    assert spec.per_model["ncgru"]["orthogonal"].choice == ("c", "rc")
+
+
+def test_a_setting_without_counterpart_is_refused() -> None:
+    table = published_table("ncgru", "Table 7")
+    ref = next(r for r in table_rows(table) if r.model == "ncgru")
+    with pytest.raises(ValueError, match="'epochs' has no counterpart"):
+        row_params(published_table("ncgru", "Table 2"), ref)
+
+
+def test_within_our_spread() -> None:
+    ref = table_rows(published_table("ncgru", "Table 2"))[0]  # LSTM, 0.10367
+    assert ReproducedRow(ref, "valid_loss", [0.100, 0.106], 0, 0).within is True
+    assert ReproducedRow(ref, "valid_loss", [0.2, 0.21], 0, 0).within is False
+    assert ReproducedRow(ref, "valid_loss", [0.1], 0, 0).within is None

@@ -1,0 +1,98 @@
+"""The commands that only read results import neither Ray nor torch: they start in a fraction of
+the time, and run where neither is installed (a laptop reading a cluster's database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.distributions import FloatDistribution
+
+from sweeper.run.launch import create_sweep
+from sweeper.spec.loading import parse_spec, stored_spec
+from sweeper.spec.sweep import trial_config
+from sweeper.store.database import Store
+from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
+from tests.helpers import tiny_spec
+
+HEAVY = ("torch", "ray", "triton")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A sweep of two studies with complete trials, as the searcher records them (no Ray)."""
+    folder = tmp_path_factory.mktemp("read-side")
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="read", models=("gru", "goru"))), "read.yaml")
+    url = f"sqlite:///{folder / 'sweeper.db'}"
+    store = Store(url)
+    record = create_sweep(spec, store, f"sqlite:///{folder / 'mlflow.db'}", None, None, home=folder)
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for number, lr in enumerate((0.001, 0.01)):
+            config = trial_config(spec, study_record.model, {"lr": lr}, number)
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params={"lr": lr},
+                    distributions={"lr": FloatDistribution(1e-3, 3e-2, log=True)},
+                    value=0.5 - lr,
+                    intermediate_values={10: 0.9, 30: 0.5 - lr},
+                    user_attrs={
+                        SEED_ATTR: number,
+                        CONFIG_ATTR: config,
+                        FINAL_METRICS_ATTR: {"valid_loss": 0.5 - lr, "parameters": 1234.0, "baseline": 0.3},
+                    },
+                )
+            )
+    store.dispose()
+    return folder, url, record.name
+
+
+READ_COMMANDS = {
+    "--help": ["--help"],
+    "status": ["status"],
+    "list": ["list"],
+    "summarize": ["summarize", "read-1"],
+    "summarize json": ["summarize", "read-1", "--format", "json", "--importance"],
+    "export": ["export", "read-1", "--out", "exported"],
+    "report": ["report", "read-1", "--format", "json"],
+}
+
+
+@pytest.mark.parametrize("command", list(READ_COMMANDS))
+def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, str], command: str) -> None:
+    folder, url, _ = finished
+    probe = textwrap.dedent(
+        f"""
+        import json, sys
+        from sweeper.cli import main
+        code = main({READ_COMMANDS[command]!r}, standalone_mode=False)
+        print("PROBE", json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
+        """
+    )
+    env = {**os.environ, "SWEEPER_STORAGE": url, "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE ")]
+    assert lines, done.stdout + done.stderr
+    result = json.loads(lines[-1].removeprefix("PROBE "))
+    assert result["code"] in (0, None), done.stdout + done.stderr
+    assert result["loaded"] == [], f"{command} imported {result['loaded']}"
+    if command == "report":
+        rows = json.loads(done.stdout[: done.stdout.index("PROBE ")])
+        assert {row["model"] for row in rows} == {"gru", "goru"}
+        assert all(row["parameters"] == 1234 for row in rows)
+
+
+def test_a_stored_spec_is_parsed_once_per_record(finished: tuple[Path, str, str]) -> None:
+    _, url, name = finished
+    store = Store(url)
+    record = store.get_sweep(name)
+    assert stored_spec(record) is stored_spec(record)
+    assert stored_spec(record).objective is not None  # validation wrote the task's objective in
+    store.dispose()

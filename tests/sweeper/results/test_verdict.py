@@ -1,0 +1,59 @@
+"""The verdict a sweep ends with, from its study summaries."""
+
+from __future__ import annotations
+
+import yaml
+
+from sweeper.results.summaries import StudySummary
+from sweeper.results.verdict import all_failed, verdict
+from sweeper.spec.loading import parse_spec
+from sweeper.store.database import SweepRecord
+from tests.helpers import tiny_spec
+
+
+def record() -> SweepRecord:
+    spec = parse_spec(yaml.safe_dump(tiny_spec(models=("lstm", "gru", "goru"))), "t.yaml")
+    return SweepRecord(name="tiny-1", spec_yaml=spec.to_yaml())
+
+
+def summary(model: str, best: float | None, complete: int = 2, failed: int = 0, reason: str | None = None):
+    counts = {"COMPLETE": complete, "PRUNED": 0, "FAIL": failed, "RUNNING": 0}
+    return StudySummary(
+        study=f"tiny-1/denoise/{model}",
+        task="denoise",
+        model=model,
+        counts=counts,
+        interrupted=0,
+        best_value=best,
+        best_trial=0 if best is not None else None,
+        common_failure=(reason, failed) if reason else None,
+    )
+
+
+def test_the_winner_its_margins_and_the_next_commands() -> None:
+    lines = verdict(record(), [summary("lstm", 0.09), summary("gru", 0.06), summary("goru", 0.08)], 0.1)
+    assert lines[0].startswith("winner: gru, best valid_loss 0.06 (trial #0)")
+    assert "0.02 (25.0%) lower than the runner-up goru (0.08)" in lines[0]
+    assert "0.04 (40.0%) lower than the task's memoryless baseline (0.1)" in lines[0]
+    assert "sweeper confirm tiny-1 --seeds 3" in "\n".join(lines)
+    assert "sweeper report tiny-1" in "\n".join(lines) and "sweeper ui tiny-1" in "\n".join(lines)
+
+
+def test_a_winner_that_is_no_better_than_the_baseline_is_called_so() -> None:
+    (line, *_) = verdict(record(), [summary("gru", 0.11)], 0.1)
+    assert "higher than the task's memoryless baseline" in line and "no model learned" in line
+
+
+def test_models_whose_trials_all_failed_get_their_most_common_reason() -> None:
+    summaries = [
+        summary(
+            "gru", None, complete=0, failed=4, reason="MissingDataError: task 'ptb_char' needs 3 files\nmore"
+        ),
+        summary("lstm", None, complete=0, failed=4, reason="MissingDataError: task 'ptb_char' needs 3 files"),
+    ]
+    lines = verdict(record(), summaries, None)
+    assert (
+        "gru: all 4 trials failed; most often (4×): MissingDataError: task 'ptb_char' needs 3 files" in lines
+    )
+    assert not any(line.startswith("winner") for line in lines)
+    assert all_failed(summaries) and not all_failed([summary("gru", 0.1)])

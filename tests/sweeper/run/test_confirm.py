@@ -1,0 +1,128 @@
+"""Confirmation runs: fresh distinct seeds, unpruned, statistics recomputed from what was stored."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+from mlflow.tracking import MlflowClient
+from sqlalchemy import select
+
+from sweeper.results.confirmations import mean_std
+from sweeper.run.confirm import confirm_seed
+from sweeper.store.database import ConfirmationRecord, Store, StudyRecord
+from sweeper.store.trial_record import trial_seed
+from tests.helpers import run_cli
+
+
+def test_mean_std_uses_the_sample_deviation_and_claims_no_spread_from_one_run():
+    assert mean_std([]) == (None, None)
+    assert mean_std([2.0]) == (2.0, None)
+    mean, std = mean_std([1.0, 2.0, 4.0])
+    assert mean == pytest.approx(7 / 3) and std == pytest.approx(statistics.stdev([1.0, 2.0, 4.0]))
+
+
+def test_confirmation_seeds_never_collide_with_sweep_seeds():
+    sweep_seeds = {trial_seed(0, n) for n in range(100_000)}
+    assert not sweep_seeds & {confirm_seed(0, k) for k in range(10)}
+
+
+def rows(storage: str, sweep: str) -> dict[str, list[ConfirmationRecord]]:
+    store = Store(storage)
+    try:
+        record = store.get_sweep(sweep)
+        with store.session() as session:
+            return {
+                s.model: session.scalars(
+                    select(ConfirmationRecord)
+                    .where(ConfirmationRecord.study_id == s.id)
+                    .order_by(ConfirmationRecord.id)
+                ).all()
+                for s in session.scalars(select(StudyRecord).where(StudyRecord.sweep_id == record.id)).all()
+            }
+    finally:
+        store.dispose()
+
+
+@pytest.mark.slow
+def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep):
+    args = ["confirm", finished_sweep.name, "--storage", finished_sweep.storage, "--seeds", "2"]
+    result = run_cli(args, finished_sweep.cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    first = rows(finished_sweep.storage, finished_sweep.name)
+    assert sorted(first) == ["gru", "lstm"]
+    client = MlflowClient(finished_sweep.tracking)
+    (experiment,) = [e for e in client.search_experiments() if e.name == finished_sweep.name]
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = {r.data.tags["model"]: r for r in runs if r.data.tags.get("sweeper.role") == "study"}
+    confirmations = [r for r in runs if r.data.tags.get("sweeper.role") == "confirmation"]
+    assert len(confirmations) == 4
+
+    for model, model_rows in first.items():
+        assert [r.status for r in model_rows] == ["complete", "complete"]
+        assert len({r.seed for r in model_rows}) == 2
+        assert {r.source_trial for r in model_rows} == {model_rows[0].source_trial}
+        objectives = [r.objective for r in model_rows]
+        parent = parents[model]
+        assert parent.data.metrics["confirmed_valid_loss_mean"] == pytest.approx(statistics.fmean(objectives))
+        assert parent.data.metrics["confirmed_valid_loss_std"] == pytest.approx(statistics.stdev(objectives))
+        tests = [json.loads(r.metrics_json)["test_loss"] for r in model_rows]
+        assert parent.data.metrics["confirmed_test_loss_mean"] == pytest.approx(statistics.fmean(tests))
+        for row in model_rows:
+            (run,) = [r for r in confirmations if r.info.run_id == row.mlflow_run_id]
+            assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+            assert run.data.tags["seed"] == str(row.seed) and run.data.tags["state"] == "COMPLETE"
+            history = client.get_metric_history(run.info.run_id, "valid_loss")
+            assert max(m.step for m in history) == 30  # full budget: nothing pruned
+            assert row.objective == pytest.approx(min(m.value for m in history))
+        assert f"{statistics.fmean(objectives):.5g}" in result.stdout
+
+    again = run_cli([*args[:-1], "3"], finished_sweep.cwd)
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = rows(finished_sweep.storage, finished_sweep.name)
+    for model, model_rows in second.items():
+        assert len(model_rows) == 3 and all(r.status == "complete" for r in model_rows)
+        assert [(r.id, r.seed, r.objective) for r in model_rows[:2]] == [
+            (r.id, r.seed, r.objective) for r in first[model]
+        ]
+
+
+class LostDatabase:
+    """A store whose every session fails as a database that went away does."""
+
+    def session(self):
+        from sqlalchemy.exc import OperationalError
+
+        raise OperationalError("UPDATE sweeper_confirmations", {}, Exception("server closed the connection"))
+
+
+def test_a_lost_database_stops_confirmations_as_interrupted_and_keeps_them_to_run_again():
+    """Retried, then stopped as interrupted, as sweeps are; the run whose end could not be
+    written stays running in the registry, which the next `sweeper confirm` runs again."""
+    import yaml
+    from ray.tune.search import Searcher
+
+    from sweeper.run.confirm import ConfirmationSearcher, Job
+    from sweeper.run.search import Progress
+    from sweeper.spec.loading import parse_spec
+    from sweeper.store.database import StudyRecord
+    from tests.helpers import tiny_spec
+
+    spec = parse_spec(yaml.safe_dump(tiny_spec()), "t.yaml")
+    study = StudyRecord(study_name="s/denoise/gru", task="denoise", model="gru")
+    job = Job(1, study, 0, 7, {"lr": 0.01})
+    searcher = ConfirmationSearcher(LostDatabase(), spec, [job], None, None)
+    searcher.database_backoff = 0.001
+    assert searcher.suggest("t1") == Searcher.FINISHED
+    assert searcher.stop_reason.startswith("interrupted: the study database is unreachable")
+    assert list(searcher._pending) == [job]  # not handed out, so not lost
+
+    searcher = ConfirmationSearcher(LostDatabase(), spec, [], None, None)
+    searcher.database_backoff = 0.001
+    searcher._live["t2"] = (job, Progress(iterations=30, run=None, last_step=30, best=0.1))
+    searcher.on_trial_complete("t2", {"step": 30, "valid_loss": 0.1})
+    assert searcher.stop_reason.startswith("interrupted")
+    assert "t2" in searcher._live  # its end is not written: kept for abandon_running
+    searcher.abandon_running(searcher.stop_reason)
+    assert not searcher._live

@@ -1,0 +1,65 @@
+"""A worker node lost mid-trial: Tune restarts the trial on another node from its last checkpoint,
+and the sweep finishes with the trial COMPLETE."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from optuna.trial import TrialState
+
+from sweeper.store.trial_record import FINAL_METRICS_ATTR
+from tests.helpers import cli_env, start_cli, tiny_spec, write_spec
+from tests.sweeper.run.test_sweep_end_to_end import studies
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "gcs_server_port": free_port()})
+    try:
+        worker = cluster.add_node(num_cpus=1)
+        spec = tiny_spec(
+            name="nodeloss", models=["gru"], scheduler="none", budget={"trials": 1, "retries": 2}
+        )
+        spec["params"].update(iterations=3000, eval_every=100, checkpoint_every=1, hidden_size=16)
+        config = write_spec(tmp_path, spec)
+        env = cli_env()
+        env.pop("SWEEPER_PLUGINS")  # the cluster's workers were not started with the test plugins' path
+        process = start_cli(
+            ["launch", str(config), "--storage", postgres_url, "--address", cluster.address], tmp_path, env
+        )
+        deadline = time.monotonic() + 240
+        reached = 0
+        while time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+            try:
+                (trials,) = studies(postgres_url, "nodeloss-1").values()
+            except Exception:
+                continue
+            reached = max((max(t.intermediate_values, default=0) for t in trials), default=0)
+            if reached >= 500:
+                break
+        assert process.poll() is None and reached >= 500, process.stdout.read() if process.poll() else reached
+        cluster.remove_node(worker, allow_graceful=False)
+        cluster.add_node(num_cpus=1)
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output
+    finally:
+        cluster.shutdown()
+
+    (trials,) = studies(postgres_url, "nodeloss-1").values()
+    (trial,) = trials
+    assert trial.state == TrialState.COMPLETE
+    restored = trial.user_attrs[FINAL_METRICS_ATTR]["restored_from_step"]
+    assert 100 <= restored < 3000 and restored % 100 == 0
+    assert sorted(trial.intermediate_values) == list(range(100, 3001, 100))

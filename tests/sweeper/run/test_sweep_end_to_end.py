@@ -1,0 +1,286 @@
+"""Real sweeps on tiny workloads: local Ray, a real study database, a real MLflow store, via the CLI."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+from optuna.trial import TrialState
+
+from sweeper.results.servers import ui_servers
+from sweeper.store.database import Store
+from tests.helpers import run_cli, run_sweep_cli, start_cli, tiny_spec, write_spec
+
+pytestmark = pytest.mark.slow
+
+
+def studies(url: str, sweep: str) -> dict[str, list[optuna.trial.FrozenTrial]]:
+    store = Store(url)
+    try:
+        record = store.get_sweep(sweep)
+        return {
+            s.model: optuna.load_study(study_name=s.study_name, storage=store.optuna).get_trials()
+            for s in record.studies
+        }
+    finally:
+        store.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
+    if backend == "sqlite":
+        sweep = request.getfixturevalue("finished_sweep")
+    else:
+        sweep = run_sweep_cli(tmp_path, request.getfixturevalue("postgres_url"))
+    storage, tracking, tmp_path = sweep.storage, sweep.tracking, sweep.cwd
+    assert "sweep e2e-1: finished" in sweep.launch.stdout
+    assert f"mlflow ui --backend-store-uri {tracking}" in sweep.launch.stdout
+
+    trials = studies(storage, "e2e-1")
+    assert sorted(trials) == ["gru", "lstm"]
+    for model, model_trials in trials.items():
+        assert len(model_trials) == 4, model
+        assert len({t.number for t in model_trials}) == 4
+        for trial in model_trials:
+            assert trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
+            steps = sorted(trial.intermediate_values)
+            assert steps and steps[0] == 10
+            if trial.state == TrialState.COMPLETE:
+                assert steps[-1] == 30
+                assert trial.value == min(trial.intermediate_values.values())
+            else:
+                assert steps[-1] < 30
+
+    client = MlflowClient(tracking)
+    (experiment,) = [e for e in client.search_experiments() if e.name == "e2e-1"]
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("sweeper.role") == "study"]
+    children = [r for r in runs if r.data.tags.get("sweeper.role") == "trial"]
+    assert len(parents) == 2 and len(children) == 8
+    parent_ids = {p.info.run_id for p in parents}
+    states = {(m, t.number): t.state.name for m, ts in trials.items() for t in ts}
+    for child in children:
+        tags = child.data.tags
+        assert tags["mlflow.parentRunId"] in parent_ids
+        assert tags["task"] == "denoise" and tags["model"] in ("lstm", "gru")
+        assert tags["state"] == states[(tags["model"], int(tags["optuna.trial_number"]))]
+        history = client.get_metric_history(child.info.run_id, "valid_loss")
+        assert [m.step for m in history][:1] == [10]
+        assert {"train_loss", "valid_accuracy_all_steps", "wall_time", "grad_norm"} <= set(child.data.metrics)
+        assert "hidden_size" in child.data.params and child.data.params["task.T"] == "6"
+    for parent in parents:
+        assert "best_objective" in parent.data.metrics
+
+    summary = run_cli(["summarize", "e2e-1", "--storage", storage, "--format", "json"], tmp_path)
+    assert summary.returncode == 0, summary.stderr
+    data = json.loads(summary.stdout)
+    best = {s["model"]: s for s in data["studies"]}
+    for model, model_trials in trials.items():
+        complete = [t.value for t in model_trials if t.state == TrialState.COMPLETE]
+        assert best[model]["best_value"] == pytest.approx(min(complete))
+        assert best[model]["parameters"] > 0
+    values = [s["best_value"] for s in data["studies"]]
+    assert values == sorted(values)
+
+    listing = run_cli(["list", "--storage", storage], tmp_path)
+    assert "e2e-1" in listing.stdout and "finished" in listing.stdout
+    markdown = run_cli(["summarize", "e2e-1", "--storage", storage, "--format", "markdown"], tmp_path)
+    assert "| model | best |" in markdown.stdout
+
+
+def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(tmp_path):
+    spec = tiny_spec(
+        name="faults",
+        models=("gru", "exploding"),
+        sampler={"name": "random", "seed": 3},
+        budget={"trials": 4, "max_concurrent": 1},
+        per_model={"gru": {"lr": {"choice": [1.0e-6, 0.05]}}, "exploding": {"fail_after": 5}},
+    )
+    config = write_spec(tmp_path, spec)
+    result = run_cli(["launch", str(config)], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    trials = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "faults-1")
+    exploding = trials["exploding"]
+    assert len(exploding) == 4
+    for trial in exploding:
+        assert trial.state == TrialState.FAIL
+        assert trial.user_attrs["fail_reason"] == "RuntimeError: exploding model failed on purpose"
+        assert trial.intermediate_values == {}  # it failed at step 6, before its first report
+    gru = trials["gru"]
+    assert len(gru) == 4
+    assert {t.state for t in gru} == {TrialState.COMPLETE, TrialState.PRUNED}
+    for trial in gru:
+        if trial.state == TrialState.PRUNED:
+            assert max(trial.intermediate_values) < 30
+
+
+def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_trials(tmp_path):
+    spec = tiny_spec(
+        name="resumable",
+        scheduler="none",
+        budget={"trials": 5, "max_concurrent": 2},
+    )
+    spec["params"].update(iterations=150, eval_every=50)
+    config = write_spec(tmp_path, spec)
+    url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
+
+    process = start_cli(["launch", str(config)], tmp_path)
+    deadline = time.monotonic() + 300
+    finished_before: set[tuple[str, int]] = set()
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(1)
+        try:
+            trials = studies(url, "resumable-1")
+        except Exception:
+            continue
+        finished_before = {
+            (m, t.number) for m, ts in trials.items() for t in ts if t.state == TrialState.COMPLETE
+        }
+        if len(finished_before) >= 2:
+            break
+    assert process.poll() is None, "the sweep ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=180)
+    assert process.returncode == 130, output
+    assert "interrupted" in output and "sweeper resume resumable-1" in output
+
+    store = Store(url)
+    assert store.get_sweep("resumable-1").status == "interrupted"
+    store.dispose()
+    after_interrupt = studies(url, "resumable-1")
+    complete_after_interrupt = {
+        (m, t.number) for m, ts in after_interrupt.items() for t in ts if t.state == TrialState.COMPLETE
+    }
+    assert finished_before <= complete_after_interrupt
+    assert all(t.state != TrialState.RUNNING for ts in after_interrupt.values() for t in ts)
+
+    resumed = run_cli(["resume", "resumable-1"], tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    final = studies(url, "resumable-1")
+    for model, trials in final.items():
+        numbers = [t.number for t in trials]
+        assert len(numbers) == len(set(numbers))
+        complete = {(model, t.number) for t in trials if t.state == TrialState.COMPLETE}
+        assert {k for k in complete_after_interrupt if k[0] == model} <= complete
+        counted = [
+            t for t in trials if t.state != TrialState.FAIL or "sweeper_interrupted" not in t.user_attrs
+        ]
+        assert len(counted) == 5
+        assert all(t.state == TrialState.COMPLETE for t in counted)
+    store = Store(url)
+    assert store.get_sweep("resumable-1").status == "finished"
+    store.dispose()
+
+
+def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
+    """The README's first command: the denoise sweep with the smoke profile on embedded defaults."""
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    assert "sweeper launch configs/denoise.yaml --profile smoke" in readme
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "denoise.yaml").write_text(
+        (Path(__file__).parents[3] / "configs" / "denoise.yaml").read_text()
+    )
+    result = run_cli(["launch", "configs/denoise.yaml", "--profile", "smoke"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sweep denoise-1: finished" in result.stdout
+    assert (tmp_path / "sweeps" / "sweeper.db").is_file() and (tmp_path / "sweeps" / "mlflow.db").is_file()
+    status = run_cli(["status"], tmp_path)
+    assert "denoise-1 (finished)" in status.stdout
+
+
+def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
+    """What the MLflow UI is given: a training experiment (MLflow 3 opens it on its runs), parent
+    runs whose metrics are the best objective and its network size, and whose time is the study's."""
+    client = MlflowClient(finished_sweep.tracking)
+    (experiment,) = [e for e in client.search_experiments() if e.name == finished_sweep.name]
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    view = json.loads(experiment.tags["mlflow.sharedViewState.answer"])  # what the printed URL opens
+    assert view["searchFilter"] == "tags.`sweeper.role` = 'study'"
+    assert (view["orderByKey"], view["orderByAsc"]) == ("metrics.`best_objective`", True)
+    assert {"metrics.`best_objective`", "metrics.`parameters`"} <= set(view["selectedColumns"])
+    trials = studies(finished_sweep.storage, finished_sweep.name)
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    for parent in (r for r in runs if r.data.tags.get("sweeper.role") == "study"):
+        model_trials = trials[parent.data.tags["model"]]
+        best = min((t for t in model_trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
+        assert parent.data.metrics["best_objective"] == pytest.approx(best.value)
+        assert parent.data.metrics["parameters"] == best.user_attrs["final_metrics"]["parameters"] > 0
+        last_end = max(t.datetime_complete for t in model_trials).timestamp() * 1000
+        assert parent.info.end_time == pytest.approx(last_end, abs=1000)
+    store = Store(finished_sweep.storage)
+    lines, _ = ui_servers(store, store.get_sweep(finished_sweep.name), "127.0.0.1", 5000, 8080)
+    runs = f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey=answer"
+    assert f"MLflow UI: {runs}" in lines
+    store.dispose()
+
+
+def test_a_sweep_whose_trials_all_fail_exits_1_with_each_models_reason(tmp_path):
+    spec = tiny_spec(name="doomed", models=("exploding",), budget={"trials": 3, "max_concurrent": 1})
+    spec["per_model"] = {"exploding": {"fail_after": 0}}
+    result = run_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "exploding: all 3 trials failed; most often (3×): RuntimeError: exploding model failed on purpose"
+        in (result.stdout)
+    )
+
+
+def test_the_ending_ranks_the_models_names_the_winner_and_what_to_run_next(finished_sweep):
+    out = finished_sweep.launch.stdout
+    trials = studies(finished_sweep.storage, finished_sweep.name)
+    best = {m: min(t.value for t in ts if t.state == TrialState.COMPLETE) for m, ts in trials.items()}
+    winner, runner_up = sorted(best, key=best.get)
+    table = [line for line in out.splitlines() if line.startswith("│")]
+    assert table[0].split("│")[1].strip() == winner  # best first
+    assert f"winner: {winner}, best valid_loss {best[winner]:.5g}" in out
+    assert f"the runner-up {runner_up} ({best[runner_up]:.5g})" in out
+    for command in ("summarize", "confirm", "report", "ui"):
+        assert f"sweeper {command} {finished_sweep.name}" in out
+    widths = {len(line) for line in table}
+    assert len(widths) == 1  # not squeezed to 80 columns in a pipe: every row on one line
+
+
+def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
+    spec = tiny_spec(name="twice", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
+    spec["params"].update(iterations=400, eval_every=50)
+    process = start_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+    url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.5)
+        try:
+            if any(t.intermediate_values for ts in studies(url, "twice-1").values() for t in ts):
+                break
+        except Exception:
+            continue
+    assert process.poll() is None, "the sweep ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=180)
+    assert process.returncode == 130, output
+    assert "sweeper resume twice-1" in output
+    assert "Traceback" not in output, output
+
+
+def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(tmp_path):
+    """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
+    directory preflight checked, relative to where `sweeper launch` ran."""
+    from tests.trainables.tasks import corpora
+
+    corpora.write_ptb(tmp_path / "data" / "ptb")
+    raw = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
+    raw["params"].update(iterations=4, eval_every=2, batch_size=4)
+    raw["scheduler"] = {"name": "none"}
+    raw["budget"] = {"trials": 1}
+    config = write_spec(tmp_path, raw)
+    result = run_cli(["launch", str(config)], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (trial,) = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "ptb-1")["gru"]
+    assert trial.state == TrialState.COMPLETE, trial.user_attrs

@@ -1,0 +1,111 @@
+"""The shipped configs: every one dry-runs, with and without its smoke profile, with one study per
+model, and the smoke profile of every generated task stays tiny enough for a few CPU minutes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sweeper.cli import main
+from sweeper.spec.loading import load_spec
+from sweeper.spec.sweep import SweepSpec
+from sweeper.spec.values import IntRange
+from tests.trainables.tasks import corpora
+from trainables.catalog import load_all
+from trainables.registry import TASKS
+from trainables.train import TRAINING
+
+CONFIGS = sorted((Path(__file__).parents[3] / "configs").glob("*.yaml"))
+SMOKE_MAX_ITERATIONS = 200
+SMOKE_MAX_T = 50
+SMOKE_MAX_HIDDEN = 32
+
+
+def upper(value: object) -> int:
+    """The largest value a fixed int or an {int: [low, high]} range can take."""
+    return value.int[1] if isinstance(value, IntRange) else int(value)
+
+
+def is_generated(spec: SweepSpec) -> bool:
+    """A task that makes its own data (no data_dir to read files from)."""
+    load_all()
+    return "data_dir" not in TASKS.get(spec.task.name).settings.model_fields
+
+
+GENERATED = [path for path in CONFIGS if is_generated(load_spec(path))]
+
+
+def test_every_built_in_task_has_a_config():
+    # Named, not read from the registry: plugins loaded by other tests may register more tasks.
+    tasks = {load_spec(path).task.name for path in CONFIGS}
+    assert tasks == {
+        "adding",
+        "babi",
+        "copying",
+        "denoise",
+        "parenthesis",
+        "ptb_char",
+        "ptb_word",
+        "shortest_path",
+        "timit",
+        "wikitext2",
+    }
+
+
+def write_data(folder: Path) -> None:
+    """Small files where the file tasks' configs look (their data_dir, relative to the launch)."""
+    corpora.write_ptb(folder / "data" / "ptb")
+    corpora.write_wikitext(folder / "data" / "wikitext-2")
+    corpora.write_babi(folder / "data" / "babi", tasks=(1,))
+    corpora.write_speech(folder / "data" / "timit", count=128)
+
+
+@pytest.mark.parametrize("profile", [None, "smoke"])
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_dry_run_lists_one_study_per_model(path, profile, tmp_path, monkeypatch):
+    """The paper-scale specs are previewed for a cluster (`--address`: its GPUs and data are its
+    own); the smoke profiles for this machine, with their data here."""
+    monkeypatch.chdir(tmp_path)  # the default storage lives under ./sweeps; a dry run writes none
+    write_data(tmp_path)
+    args = ["launch", str(path), "--dry-run"] + (["--profile", profile] if profile else ["--address", "auto"])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    spec = load_spec(path, profile)
+    studies = re.findall(rf"^  study {re.escape(spec.task.name)}/(\S+):$", result.output, re.M)
+    assert studies == spec.models
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_smoke_profile_is_small(path):
+    spec = load_spec(path, "smoke")
+    assert spec.budget.trials <= 2
+    assert spec.budget.time is not None and spec.budget.time <= 600
+    inner = spec.task.settings.get("inner_hidden_size")
+    assert inner is None or inner <= SMOKE_MAX_HIDDEN
+    for model in spec.models:
+        space = spec.space(model)
+        hidden = space.get("hidden_size", TRAINING["hidden_size"].default)
+        assert upper(hidden) <= SMOKE_MAX_HIDDEN, f"{model}: hidden_size {hidden}"
+
+
+def test_the_generated_tasks_are_found():
+    assert {load_spec(path).task.name for path in GENERATED} == {
+        "adding",
+        "copying",
+        "denoise",
+        "parenthesis",
+        "shortest_path",
+    }
+
+
+@pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
+def test_generated_task_smoke_trials_are_short(path):
+    spec = load_spec(path, "smoke")
+    assert spec.task.settings.get("T", 0) <= SMOKE_MAX_T
+    for model in spec.models:
+        iterations = spec.space(model).get("iterations", TRAINING["iterations"].default)
+        assert upper(iterations) <= SMOKE_MAX_ITERATIONS, f"{model}: iterations {iterations}"

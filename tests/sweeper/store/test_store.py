@@ -1,0 +1,90 @@
+"""The study database: one contract, run against SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.store.credentials import redact
+from sweeper.store.database import Store, StoreError, StudyRecord, SweepRecord
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = Store(url)
+    yield store
+    store.dispose()
+
+
+def make_record(store: Store, spec_name: str = "demo") -> SweepRecord:
+    record = SweepRecord(
+        name=store.next_sweep_name(spec_name),
+        spec_name=spec_name,
+        spec_yaml="name: demo\n",
+        spec_hash="0" * 64,
+        status="created",
+    )
+    record.studies.append(StudyRecord(study_name=f"{record.name}/denoise/gru", task="denoise", model="gru"))
+    return store.add_sweep(record)
+
+
+def test_sweeps_are_named_in_sequence_and_listed(store):
+    first = make_record(store)
+    second = make_record(store)
+    assert (first.name, second.name) == ("demo-1", "demo-2")
+    assert [r.name for r in store.list_sweeps()] == ["demo-1", "demo-2"]
+    assert store.latest_sweep().name == "demo-2"
+    assert store.get_sweep("demo-1").studies[0].model == "gru"
+
+
+def test_updates_persist(store):
+    record = make_record(store)
+    store.update_sweep(record.id, status="interrupted", elapsed_s=12.5)
+    again = store.get_sweep(record.name)
+    assert (again.status, again.elapsed_s) == ("interrupted", 12.5)
+
+
+def test_unknown_sweep_names_recent_ones(store):
+    make_record(store)
+    with pytest.raises(StoreError, match=r"no sweep named 'nope'.*recent: demo-1"):
+        store.get_sweep("nope")
+
+
+def test_optuna_storage_shares_the_database(store):
+    import optuna
+
+    study = optuna.create_study(study_name="s", storage=store.optuna)
+    study.tell(study.ask(), 1.0)
+    assert optuna.load_study(study_name="s", storage=store.optuna).best_value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql://root@127.0.0.1/test", "dialect 'mysql' is not supported"),
+        ("not a url", "is not a SQLAlchemy URL"),
+        ("postgresql+psycopg2://alice:s3cret@127.0.0.1:1/none", "cannot use storage"),
+    ],
+)
+def test_bad_urls_are_clear_and_never_show_the_password(url, expected):
+    with pytest.raises(StoreError, match=expected) as info:
+        Store(url)
+    assert "s3cret" not in str(info.value)
+
+
+def test_redact_hides_passwords():
+    assert redact("postgresql://alice:s3cret@db/x") == "postgresql://alice:***@db/x"
+
+
+def test_sqlite_commits_in_wal_mode_without_a_sync_per_commit_on_both_engines(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        for engine in (store.engine, store.optuna.engine):
+            with engine.connect() as connection:
+                assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+                assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    finally:
+        store.dispose()
