@@ -107,3 +107,62 @@ def run_sweep_cli(cwd: Path, storage: str | None) -> FinishedSweep:
     result = run_cli(["launch", str(config), "--storage", storage, "--tracking-uri", tracking], cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return FinishedSweep(cwd, storage, tracking, "e2e-1", result)
+
+
+def recorded_sweep(folder: Path) -> Path:
+    """`folder` holding what the README's main command leaves, without Ray: `denoise-1` registered
+    from `configs/denoise.yaml` (smoke), two trials per model recorded as the searcher records
+    them, a local MLflow store, and the configs beside it."""
+    import optuna
+    import torch
+
+    from sweeper.run.launch import create_sweep
+    from sweeper.spec.loading import load_spec, parse_spec
+    from sweeper.spec.sweep import trial_config
+    from sweeper.store.database import Store
+    from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
+    from trainables.train import TrialConfig, build, network_facts
+
+    root = Path(__file__).parents[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "configs").symlink_to(root / "configs")
+    spec = load_spec(root / "configs" / "denoise.yaml", "smoke")
+    store = Store(f"sqlite:///{(folder / 'sweeps' / 'sweeper.db').resolve()}")
+    record = create_sweep(
+        spec,
+        store,
+        f"sqlite:///{(folder / 'sweeps' / 'mlflow.db').resolve()}",
+        "smoke",
+        None,
+        home=folder / "sweeps",
+    )
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for number, lr in enumerate((0.002, 0.01)):
+            params = {"hidden_size": 16, "lr": lr}
+            params = {
+                k: v
+                for k, v in params.items()
+                if k in parse_spec(spec.to_yaml(), "s").space(study_record.model)
+            }
+            config = trial_config(spec, study_record.model, params, number)
+            task, network, _ = build(TrialConfig.from_mapping(config), torch.device("cpu"))
+            curve = {20: 1.0 - lr, 40: 0.9 - lr}
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions={
+                        "hidden_size": optuna.distributions.IntDistribution(8, 32, log=True),
+                        "lr": optuna.distributions.FloatDistribution(1e-4, 3e-2, log=True),
+                    },
+                    value=min(curve.values()),
+                    intermediate_values=curve,
+                    user_attrs={
+                        SEED_ATTR: number,
+                        CONFIG_ATTR: config,
+                        FINAL_METRICS_ATTR: {"valid_loss": 0.9 - lr, **network_facts(task, network)},
+                    },
+                )
+            )
+    store.dispose()
+    return folder

@@ -10,18 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import optuna
 import pytest
-import torch
 import yaml
 
-from sweeper.run.launch import create_sweep
-from sweeper.spec.loading import load_spec, parse_spec
+from sweeper.spec.loading import parse_spec
 from sweeper.spec.preflight import local_gpus
-from sweeper.spec.sweep import trial_config
-from sweeper.store.database import Store
-from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
-from trainables.train import TrialConfig, build, network_facts
+from tests.helpers import recorded_sweep
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -75,50 +69,8 @@ def test_every_readme_example_is_run_here_or_covered_elsewhere() -> None:
 
 @pytest.fixture(scope="module")
 def after_the_main_command(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding what the main command leaves: `denoise-1`, its trials recorded as the
-    searcher records them, a local MLflow store, and the configs beside it."""
-    folder = tmp_path_factory.mktemp("readme")
-    (folder / "configs").symlink_to(ROOT / "configs")
-    spec = load_spec(ROOT / "configs" / "denoise.yaml", "smoke")
-    store = Store(f"sqlite:///{(folder / 'sweeps' / 'sweeper.db').resolve()}")
-    record = create_sweep(
-        spec,
-        store,
-        f"sqlite:///{(folder / 'sweeps' / 'mlflow.db').resolve()}",
-        "smoke",
-        None,
-        home=folder / "sweeps",
-    )
-    for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        for number, lr in enumerate((0.002, 0.01)):
-            params = {"hidden_size": 16, "lr": lr}
-            params = {
-                k: v
-                for k, v in params.items()
-                if k in parse_spec(spec.to_yaml(), "s").space(study_record.model)
-            }
-            config = trial_config(spec, study_record.model, params, number)
-            task, network, _ = build(TrialConfig.from_mapping(config), torch.device("cpu"))
-            curve = {20: 1.0 - lr, 40: 0.9 - lr}
-            study.add_trial(
-                optuna.trial.create_trial(
-                    params=params,
-                    distributions={
-                        "hidden_size": optuna.distributions.IntDistribution(8, 32, log=True),
-                        "lr": optuna.distributions.FloatDistribution(1e-4, 3e-2, log=True),
-                    },
-                    value=min(curve.values()),
-                    intermediate_values=curve,
-                    user_attrs={
-                        SEED_ATTR: number,
-                        CONFIG_ATTR: config,
-                        FINAL_METRICS_ATTR: {"valid_loss": 0.9 - lr, **network_facts(task, network)},
-                    },
-                )
-            )
-    store.dispose()
-    return folder
+    """A folder holding what the main command leaves (`tests.helpers.recorded_sweep`)."""
+    return recorded_sweep(tmp_path_factory.mktemp("readme"))
 
 
 def sweeper(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

@@ -30,12 +30,12 @@ def register_parts(
     registered = []
     for part, spec in zip(repro.parts, specs, strict=True):
         store, record = register(spec, where, repro.profile, specs)
-        _register_runs(store, record, part, repro.seeds)
+        register_runs(store, record, part, repro.seeds)
         registered.append((store, record))
     return registered
 
 
-def _register_runs(store: Store, record: SweepRecord, part: Part, seeds: int) -> None:
+def register_runs(store: Store, record: SweepRecord, part: Part, seeds: int) -> None:
     studies = {s.model: s for s in record.studies}
     with store.session() as session:
         for row in part.rows:
