@@ -129,6 +129,7 @@ def notes(table: PublishedTable, profile: str | None = None) -> list[str]:
         *(shrunk if profile else []),
         f"Theirs: {table.paper} {table.table}, {table.title} "
         f"({'best value during training' if table.take == 'best' else 'value at the end of training'}).",
+        f"The rows' settings are the paper's, as stated in {table.stated_in}, except these readings:",
     ]
     lines += [f"Reading of {name}: {why}" for name, why in table.readings.items()]
     lines += [f"Not a run setting: {name} ({why})" for name, why in table.unused.items()]

@@ -14,36 +14,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sweeper.papers.provenance import INNER_SIZE, PAPER_SETTINGS, Setting, run_settings
 from sweeper.spec.sweep import SweepSpec
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
 from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
 from trainables.registry import MODELS, TASKS
 
-# The papers' setting names → ours (`task.` for a task setting).
-PAPER_SETTINGS = {
-    "hidden_size": "hidden_size",
-    "rho": "rho",
-    "optimizer": "optimizer",
-    "lr": "lr",
-    "lr_orthogonal": "orth_lr",
-    "batch_size": "batch_size",
-    "iterations": "iterations",
-    "neumann_order": "neumann_order",
-    "neumann_reset_every": "reset_interval",
-    "T": "task.T",
-    "layers": "task.layers",
-    "bptt": "task.bptt",
-    "dropout": "task.layer_dropout",
-    "embedding_dropout": "task.embedding_dropout",
-    "output_dropout": "task.output_dropout",
-    "babi_task": "task.tasks",
-}
 REQUIRED = ("hidden_size", "lr", "optimizer", "batch_size", "iterations")
 PROFILES = ("smoke",)
-# Per-layer settings of a three-layer network: the first and last layers' size is the model's
-# hidden size, the middle one the task's inner size.
-INNER_SIZE = "task.inner_hidden_size"
+# Task settings a table gives per model (a stack's inner size, the embedding width): a row's runs
+# carry them, since a sweep's task settings are one for every model.
+PER_ROW_TASK = (INNER_SIZE, "task.embedding_size")
 # GPU share per trial, as the paper-scale specs in configs/ measured it; smoke runs ask for none.
 GPU_SHARE = {"lstm": 0.125, "gru": 0.125}
 ORTHOGONAL_GPU_SHARE = 0.5
@@ -60,6 +42,7 @@ class Row:
     params: dict[str, Any]  # our names, every value fixed; `task.` keys are task settings
     runs_of: int  # the index of the row whose runs this one reads (itself, or an earlier row
     # with the same configuration, such as one model's validation and test numbers)
+    settings: tuple[Setting, ...] = ()  # every setting of the paper-scale run, with its source
 
     @property
     def label(self) -> str:
@@ -129,18 +112,20 @@ def plan(
         if only and any(ref.settings.get(k) != v for k, v in only.items()):
             continue
         try:
-            params = _shrunk(row_params(entry, ref), profile, task_fields)
+            full = row_params(entry, ref)
+            settings = run_settings(entry, ref, full)
+            params = _shrunk(full, profile, task_fields)
         except ValueError as exc:
             skipped.append((ref, str(exc)))
             continue
         same = next((r.index for r in rows if r.model == ref.model and r.params == params), index)
-        rows.append(Row(index, ref, ref.model, params, same))
+        rows.append(Row(index, ref, ref.model, params, same, settings))
     if not rows:
         reasons = "; ".join(f"{ref.model}: {why}" for ref, why in skipped) or f"no row matches {only}"
         raise NotReproducible(f"no row of {entry.paper} {entry.table} can be run ({reasons})")
     parts: dict[tuple, list[Row]] = {}
     for row in rows:
-        shared = {k: v for k, v in row.task_settings.items() if f"task.{k}" != INNER_SIZE}
+        shared = {k: v for k, v in row.task_settings.items() if f"task.{k}" not in PER_ROW_TASK}
         parts.setdefault(tuple(sorted(shared.items())), []).append(row)
     stated = {ref.settings["seeds"] for ref in all_rows if "seeds" in ref.settings}
     default_seeds = 2 if profile else (max(stated) if stated else 3)
@@ -226,8 +211,8 @@ def slug(text: str) -> str:
 def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
     """The part as a sweep spec: its models with every row's values fixed (values that differ
     between one model's rows, such as NC-GRU's orthogonal weights, as choices), searched by no one:
-    the rows run as confirmation runs with their own values, which also carry the per-model inner
-    layer size that a spec cannot fix per model."""
+    the rows run as confirmation runs with their own values, which also carry the per-model task
+    settings (`PER_ROW_TASK`) that a spec cannot fix per model."""
     table = repro.table
     models = list(dict.fromkeys(row.model for row in part.rows))
     per_model: dict[str, dict[str, Any]] = {}
@@ -237,7 +222,7 @@ def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
             k
             for row in rows
             for k in row.params
-            if k != INNER_SIZE
+            if k not in PER_ROW_TASK
             and not (k.startswith("task.") and k.removeprefix("task.") in part.task_settings)
         )
         per_model[model] = {}
@@ -276,32 +261,31 @@ def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
     )
 
 
-SHOWN = ("hidden_size", "rho", "optimizer", "lr", "orth_lr", "batch_size", "iterations")
-
-
 def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: bool) -> str:
-    """The runs of a reproduction, part by part, with what each costs where it is measured: the
-    seconds of a few training steps here, times its steps and seeds (evaluation not counted)."""
+    """The runs of a reproduction, part by part: each row's settings in two groups, the paper's and
+    the readings (every reading's reason follows the rows), and what each costs where it is
+    measured: the seconds of a few training steps here, times its steps and seeds (evaluation not
+    counted). With a profile, the values shown are the paper-scale ones the profile shrinks."""
     table = repro.table
     runs = sum(row.runs_of == row.index for row in repro.rows) * repro.seeds
     lines = [
         f"reproduce {table.paper} {table.table}: {table.title}",
         f"  {len(repro.rows)} rows in {len(repro.parts)} sweep(s), {repro.seeds} seeds each: {runs} runs"
-        + (f" (profile {repro.profile})" if repro.profile else ""),
+        + (
+            f" (profile {repro.profile}: shrunk to run on a CPU; the paper's values below)"
+            if repro.profile
+            else ""
+        ),
+        f"  the paper's settings are stated in {table.stated_in}",
     ]
     total_steps, total_seconds, timed = 0, 0.0, True
+    reasons: dict[str, str] = {}
     for part, spec in zip(repro.parts, specs, strict=True):
         lines.append(f"  sweep {spec.name}: task {table.task} {part.task_settings}")
         for row in part.rows:
             if row.runs_of != row.index:
                 lines.append(f"    {row.label}: the runs of row {row.runs_of} ({row.reference.split} split)")
                 continue
-            shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
-            extra = ", ".join(
-                f"{k}={v}"
-                for k, v in row.params.items()
-                if k not in SHOWN and k.removeprefix("task.") not in part.task_settings
-            )
             steps = row.params["iterations"] * repro.seeds
             total_steps += steps
             cost = ""
@@ -309,17 +293,22 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
                 seconds = _step_seconds(row, spec)
                 if seconds is None:
                     timed = False
-                    cost = "; not timed (see preflight)"
+                    cost = " (not timed: see preflight)"
                 else:
                     total_seconds += seconds * steps
-                    cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
-            lines.append(f"    {row.label}: {shown}{cost}")
-            if extra:
-                lines.append(f"      also {extra}")
+                    cost = f" ({seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds)"
+            lines.append(f"    {row.label}{cost}")
+            for source in ("paper", "reading"):
+                shown = [s for s in row.settings if s.source == source]
+                if shown:
+                    values = ", ".join(f"{s.name}={s.value}" for s in shown)
+                    lines.append(f"      {'paper' if source == 'paper' else 'readings'}: {values}")
+            reasons.update({s.key: s.why for s in row.settings if s.source == "reading"})
     summary = f"  total: {total_steps:,} training steps"
     if estimate and timed:
         summary += f", about {_duration(total_seconds)} one run at a time on this machine"
     lines.append(summary)
+    lines += [f"  reading of {name}: {why}" for name, why in sorted(reasons.items())]
     skipped = [f"  not run: {ref.model} ({ref.split}, {ref.published}): {why}" for ref, why in repro.skipped]
     return "\n".join(lines + skipped)
 

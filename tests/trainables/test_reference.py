@@ -246,3 +246,21 @@ def test_malformed_entries_are_rejected_naming_the_entry(mutate: Any, message: s
     mutate(data["references"][3])
     with pytest.raises(ReferenceDataError, match=message):
         _parse(data)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda t: t.pop("stated_in"),
+            r"table 0 \(goru2019 Table 1\): stated_in must say where the paper states",
+        ),
+        (lambda t: t.update(stated={"eval_every": ""}), r"table 0 .*stated must map settings to where"),
+        (lambda t: t.update(stated=["eval_every"]), r"table 0 .*stated must map settings to where"),
+    ],
+)
+def test_a_runnable_table_says_where_its_settings_are_stated(mutate: Any, message: str) -> None:
+    data = copy.deepcopy(_raw_data())
+    mutate(data["tables"][0])
+    with pytest.raises(ReferenceDataError, match=message):
+        _parse(data)

@@ -21,7 +21,7 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -86,9 +86,12 @@ class PublishedTable:
     `valid_accuracy_all_steps`, `test_bpc`, ...); `take` says whether the paper's number is the best
     value during training (`best`) or the value at its end (`last`). `objective`/`mode` is what the
     runs optimize and report as their best value. `settings` (our names; `task.` for task settings)
-    apply to every row over the row's own, `per_model` to one model's rows; `readings` explains every
-    value the paper does not state; `unused` names the row settings that are not run settings and
-    why; `not_runnable` says why no run can be built.
+    apply to every row over the row's own, `per_model` to one model's rows. Every value a run uses is
+    either the paper's or a reading: the rows' own settings are stated where `stated_in` says, a
+    table-level value the paper states is listed under `stated` (setting → where), and `readings`
+    explains every value the paper does not state (setting → why; `model.setting` for one model's).
+    `unused` names the row settings that are not run settings and why; `not_runnable` says why no run
+    can be built.
     """
 
     paper: str
@@ -104,6 +107,8 @@ class PublishedTable:
     readings: Mapping[str, str]
     unused: Mapping[str, str]
     not_runnable: str | None
+    stated_in: str | None = None
+    paper_settings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def key(self) -> tuple[str, str]:
@@ -217,6 +222,8 @@ _TABLE_FIELDS = {
     "readings",
     "unused",
     "not_runnable",
+    "stated_in",
+    "stated",
 }
 _OURS_FIELDS = {"metric", "take", "objective", "mode"}
 
@@ -247,9 +254,16 @@ def _table(index: int, raw: Any, papers: Mapping[str, str]) -> PublishedTable:
     not_runnable = raw.get("not_runnable")
     runnable_fields = ("settings", "readings", "unused")
     if not_runnable is not None:
-        if not isinstance(not_runnable, str) or any(name in raw for name in (*runnable_fields, "per_model")):
+        if not isinstance(not_runnable, str) or any(
+            name in raw for name in (*runnable_fields, "per_model", "stated", "stated_in")
+        ):
             raise ReferenceDataError(f"{where}: not_runnable is a reason, given instead of run settings")
     else:
+        if not isinstance(raw.get("stated_in"), str) or not raw["stated_in"]:
+            raise ReferenceDataError(f"{where}: stated_in must say where the paper states the rows' settings")
+        stated = raw.get("stated", {})
+        if not isinstance(stated, dict) or not all(isinstance(v, str) and v for v in stated.values()):
+            raise ReferenceDataError(f"{where}: stated must map settings to where the paper states them")
         for name in runnable_fields:
             if not isinstance(raw.get(name), dict):
                 raise ReferenceDataError(f"{where}: {name} must be a mapping (or say why under not_runnable)")
@@ -272,6 +286,8 @@ def _table(index: int, raw: Any, papers: Mapping[str, str]) -> PublishedTable:
         readings=_freeze(raw.get("readings") or {}),
         unused=_freeze(raw.get("unused") or {}),
         not_runnable=not_runnable,
+        stated_in=raw.get("stated_in"),
+        paper_settings=_freeze(raw.get("stated") or {}),
     )
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sweeper.papers.outcome import ReproducedRow
+from sweeper.papers.provenance import OPERATIONAL, run_settings
 from sweeper.papers.table_runs import NotReproducible, plan, row_params, spec_for
 from sweeper.results.paper_tables import row_metric
 from trainables.reference import all_tables, published_table, table_rows
@@ -86,12 +89,86 @@ def test_every_runnable_table_builds_valid_specs() -> None:
             assert set(spec.reproduces.rows) == {row.index for row in part.rows}
 
 
+CONDITIONS = ("split", "accuracy", "seeds", "data")  # readings of what is measured, not of a setting
+
+
+def runnable() -> list:
+    return [table for table in all_tables() if table.not_runnable is None]
+
+
+def test_every_setting_of_every_run_is_the_papers_or_a_reading() -> None:
+    """No run silently differs from its paper: each value of each row (defaults included) is stated
+    where the table says, or read with a reason; a value that is neither refuses its row."""
+    for table in runnable():
+        repro = plan(table.paper, table.table)
+        assert not repro.skipped, (table.key, repro.skipped)
+        for row in repro.rows:
+            names = [setting.name for setting in row.settings]
+            assert len(names) == len(set(names)) and {"hidden_size", "lr", "iterations"} <= set(names)
+            for setting in row.settings:
+                assert setting.source in ("paper", "reading") and setting.why, (table.key, row.label, setting)
+                assert setting.name not in OPERATIONAL
+
+
+def test_a_value_that_is_neither_refuses_its_row() -> None:
+    table = published_table("ncgru", "Table 2")
+    ref = next(r for r in table_rows(table) if r.model == "scornn")
+    unlabelled = dataclasses.replace(
+        table, readings={k: v for k, v in table.readings.items() if k != "scornn.rho"}
+    )
+    with pytest.raises(ValueError, match=r"neither the paper's nor a reading: rho=50"):
+        run_settings(unlabelled, ref, row_params(unlabelled, ref))
+
+
 def test_every_reading_names_a_setting_the_runs_use_or_a_condition() -> None:
-    for table in all_tables():
-        if table.not_runnable is None:
-            names = {k for row in plan(table.paper, table.table).rows for k in row.params}
-            for reading in table.readings:
-                assert reading in names or reading in ("split", "accuracy", "seeds"), (table.key, reading)
+    for table in runnable():
+        used = {
+            s.key
+            for row in plan(table.paper, table.table).rows
+            for s in row.settings
+            if s.source == "reading"
+        }
+        for reading in table.readings:
+            assert reading in used or reading in CONDITIONS, (table.key, reading)
+        stated = {
+            s.key for row in plan(table.paper, table.table).rows for s in row.settings if s.source == "paper"
+        }
+        assert set(table.paper_settings) <= stated, table.key
+
+
+def settings_of(paper: str, number: str, model: str) -> dict:
+    row = next(r for r in plan(paper, number).rows if r.model == model)
+    return {s.name: s for s in row.settings}
+
+
+@pytest.mark.parametrize(("number", "every"), [("Table 3", 100), ("Table 4", 50), ("Table 9", 50)])
+def test_evaluation_intervals_are_the_papers(number: str, every: int) -> None:
+    """The metric is a minimum over evaluations: the paper's grid, not a sparser one (§4.3, §4.4)."""
+    for model in ("lstm", "ncgru"):
+        setting = settings_of("ncgru", number, model)["eval_every"]
+        assert setting.value == every and setting.source == "paper", setting
+
+
+@pytest.mark.parametrize("number", ["Table 2", "Table 5", "Table 8"])
+def test_scornns_d_is_a_reading_not_the_identity(number: str) -> None:
+    setting = settings_of("ncgru", number, "scornn")["rho"]
+    assert setting.value == 50 and setting.source == "reading" and setting.key == "scornn.rho"
+
+
+def test_ptb_runs_the_papers_dropouts_and_reads_the_rest() -> None:
+    """NC-GRU §4.5: all dropout coefficients 0.15; the reset interval and the embedding are readings."""
+    ncgru = settings_of("ncgru", "Table 5", "ncgru")
+    for name in ("task.embedding_dropout", "task.layer_dropout", "task.output_dropout"):
+        assert ncgru[name].value == 0.15 and ncgru[name].source == "paper", name
+    assert ncgru["reset_interval"].value == 100 and ncgru["reset_interval"].source == "reading"
+    assert ncgru["task.embedding_size"].value == 430 and ncgru["task.embedding_size"].source == "reading"
+    assert settings_of("ncgru", "Table 5", "lstm")["task.embedding_size"].value == 350
+    assert len(plan("ncgru", "Table 5").parts) == 1  # per-model embeddings ride with each row's runs
+
+
+def test_titles_say_what_is_measured_and_regenerated_graphs_say_so() -> None:
+    assert published_table("ncgru", "Table 3").title == "Adding problem, minimum validation loss"
+    assert "regenerated, not the paper's" in published_table("goru2019", "Table 3").readings["data"]
 
 
 def test_smoke_profile_shrinks_every_run() -> None:

@@ -1,0 +1,24 @@
+"""docs/fidelity.md is generated from the data the reproductions run from, and says all of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweeper.papers.fidelity import render
+from trainables.reference import all_tables
+
+PAGE = Path(__file__).parents[3] / "docs" / "fidelity.md"
+
+
+def test_the_page_is_what_the_data_renders() -> None:
+    assert PAGE.read_text() == render(), "regenerate: python -m sweeper.papers.fidelity > docs/fidelity.md"
+
+
+def test_the_page_names_every_table_and_every_reading() -> None:
+    page = PAGE.read_text()
+    for table in all_tables():
+        assert f"### {table.table}: {table.title}" in page
+        if table.not_runnable is not None:
+            assert table.not_runnable in page
+        for key, why in table.readings.items():
+            assert why in page, (table.key, key)
