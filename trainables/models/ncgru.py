@@ -6,9 +6,10 @@ each has its own A and D. `reset: before` is eq. 19 (and the synthetic-task code
 c = modReLU(W_c x + U_c (r ⊙ h)); `after` is the PTB code's modReLU(W_c x + r ⊙ (U_c h)), which
 saves one GEMM per step.
 
-`init` picks the initial weights, because the paper's text and the authors' two code bases differ:
-- `paper` (default, as the paper states): every plain weight U(±1/√n), gate biases 0, modReLU
-  bias 0.
+`init` picks the initial weights, because the paper states only A's and the authors' two code bases differ:
+- `paper` (default): the paper states only the initial A (skew-symmetric, after Helfrich et al.
+  and Henaff et al., as every `init` does); the rest is a reading, torch.nn.GRU's: every plain
+  weight U(±1/√n), gate biases 0, modReLU bias 0.
 - `synthetic_code` (the TensorFlow code of the copying, denoise, adding and parenthesis tables):
   candidate input weights He-normal; modReLU bias U(±0.1); with only U_c orthogonal, the gates'
   kernel over [x; h] He-uniform (fan-in = inputs + n) and gate biases 0; with U_r orthogonal too,
@@ -84,7 +85,8 @@ INITS = ("paper", "synthetic_code", "ptb_code")
             "categorical",
             "paper",
             choices=INITS,
-            help="initial weights: the paper's text, the authors' synthetic-task code or their PTB code",
+            help="initial weights: paper (A as stated, the rest torch.nn.GRU's), the authors' "
+            "synthetic-task code or their PTB code",
         ),
         MODRELU_EPS,
         *KERNEL_SETTINGS,
@@ -137,7 +139,7 @@ class NCGRU(OrthogonalModel):
     def _initialize(self, init: str) -> None:
         n, inputs = self.hidden_size, self.input_size
         candidate, gates = self.input_weight[:n], self.input_weight[n:]
-        small = 1 / math.sqrt(n)  # torch.nn.GRU's bound, which the paper and the PTB code use
+        small = 1 / math.sqrt(n)  # torch.nn.GRU's bound, which the PTB code uses too
         if init == "paper":
             uniform_(self.input_weight, small)
             self.gate_bias.zero_()
