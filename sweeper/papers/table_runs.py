@@ -261,11 +261,15 @@ def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
     )
 
 
+SHOWN = ("hidden_size", "rho", "optimizer", "lr", "orth_lr", "batch_size", "iterations")  # what runs
+
+
 def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: bool) -> str:
-    """The runs of a reproduction, part by part: each row's settings in two groups, the paper's and
-    the readings (every reading's reason follows the rows), and what each costs where it is
-    measured: the seconds of a few training steps here, times its steps and seeds (evaluation not
-    counted). With a profile, the values shown are the paper-scale ones the profile shrinks."""
+    """The runs of a reproduction, part by part: each row's run (the main values it runs with, and
+    what it costs where it is measured: the seconds of a few training steps here, times its steps
+    and seeds, evaluation not counted), then its paper-scale settings in two groups, the paper's
+    and the readings, every reading's reason after the rows. A profile shrinks the first line's
+    values, never the groups."""
     table = repro.table
     runs = sum(row.runs_of == row.index for row in repro.rows) * repro.seeds
     lines = [
@@ -293,11 +297,12 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
                 seconds = _step_seconds(row, spec)
                 if seconds is None:
                     timed = False
-                    cost = " (not timed: see preflight)"
+                    cost = "; not timed (see preflight)"
                 else:
                     total_seconds += seconds * steps
-                    cost = f" ({seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds)"
-            lines.append(f"    {row.label}{cost}")
+                    cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
+            shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
+            lines.append(f"    {row.label}: {shown}{cost}")
             for source in ("paper", "reading"):
                 shown = [s for s in row.settings if s.source == source]
                 if shown:
