@@ -213,7 +213,7 @@ def confirm(
     verbose: bool,
 ) -> None:
     """Retrain each study's best configuration with fresh seeds, unpruned, and report mean ± std."""
-    from sweeper.results.confirmations import confirmed
+    from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
     from sweeper.run.confirm import run_confirmation, select_studies
     from sweeper.run.runtime import MissingGPUs

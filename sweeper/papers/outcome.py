@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from rich.table import Table
 from sqlalchemy import select
 
-from sweeper.results.confirmations import mean_std
 from sweeper.results.paper_tables import row_metric
+from sweeper.results.retrained import mean_std
 from sweeper.results.tables import cells_table
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import ConfirmationRecord, Store, SweepRecord

@@ -17,7 +17,7 @@ from typing import Any
 
 import optuna
 
-from sweeper.results.confirmations import ConfirmedStudy, confirmed, test_metric
+from sweeper.results.retrained import ConfirmedStudy, confirmed, test_metric
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.store.database import Store, SweepRecord

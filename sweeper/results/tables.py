@@ -6,8 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
-from sweeper.results.confirmations import ConfirmedStudy, test_metric
 from sweeper.results.paper_tables import COLUMNS, ComparisonRow, row_cells
+from sweeper.results.retrained import ConfirmedStudy, test_metric
 from sweeper.results.summaries import StudySummary, format_params
 from sweeper.spec.loading import stored_spec
 from sweeper.store.credentials import redact

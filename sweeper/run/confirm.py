@@ -20,7 +20,7 @@ from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
 from sqlalchemy import select
 
-from sweeper.results.confirmations import confirmed, test_metric
+from sweeper.results.retrained import confirmed, test_metric
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.run.progress import ProgressDisplay
 from sweeper.run.runtime import RunEnd, drive, results_dir, start_ray

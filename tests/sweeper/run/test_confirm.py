@@ -9,7 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy import select
 
-from sweeper.results.confirmations import mean_std
+from sweeper.results.retrained import mean_std
 from sweeper.run.confirm import confirm_seed
 from sweeper.store.database import ConfirmationRecord, Store, StudyRecord
 from sweeper.store.trial_record import trial_seed

@@ -1,4 +1,5 @@
-"""Confirmation results read back from the registry: mean and spread over fresh seeds.
+"""Confirmation runs read back from the registry: the best configurations retrained on fresh seeds,
+with their mean and spread.
 
 `sweeper confirm` (`sweeper.run.confirm`) writes them; `status`, `report` and the MLflow parent runs
 read them here, without Ray.
