@@ -282,7 +282,7 @@ def grids(setup: Setup) -> list[dict]:
                 "reset before (ncgru)": plan_reset_before(n, B, precision, H100),
             }
             for scan, plan in plans.items():
-                rows.append({"scan": scan, "shape": [B, T, n], "precision": precision, "path": plan.path, "programs": plan.programs, "sms": plan.gpu.sms, "programs_per_sm": plan.programs_per_sm})  # fmt: skip
+                rows.append({**plan.grid_record(), "scan": scan, "shape": [B, T, n], "precision": precision})
     return rows
 
 

@@ -41,10 +41,7 @@ class KernelRecord:
     def hear(self, plan: ScanPlan, problem: str | None) -> None:
         if problem is None:
             self.kernel = "fused"
-            self.path = (
-                f"{plan.path},rows={plan.rows},programs={plan.programs},sms={plan.gpu.sms},"
-                f"per_sm={plan.programs_per_sm},{plan.precision}"
-            )
+            self.path = plan.tag()
         else:
             self.kernel, self.path = FELL_BACK, "loop"
             if problem not in self.problems:

@@ -79,15 +79,20 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def padded(n: int) -> int:
+    """The hidden size as a kernel's block: a power of two, at least the 16 `tl.dot` needs."""
+    return max(16, next_power_of_2(n))
+
+
 @dataclass(frozen=True)
 class ScanPlan:
     """One scan's launch: `slices` programs along the hidden units × `row_blocks` along the batch.
 
-    `block_n` is the padded hidden size, `block_k` the units a program owns (`block_n` unless
-    split), `rows` the batch rows a program owns. `resident`: the program's matrix columns are
-    loaded once, before the time loop; otherwise streamed from memory every step. `grid_sync`: the
-    split path runs all steps in one launch with a barrier after each phase; without it (Triton's
-    interpreter, which runs programs one after another) it launches once per phase of a step.
+    `block_k` is the units a program owns (`block_n`, the padded hidden size, unless split), `rows`
+    the batch rows a program owns. `resident`: the program's matrix columns are loaded once, before
+    the time loop; otherwise streamed from memory every step. `grid_sync`: the split path runs all
+    steps in one launch with a barrier after each phase; without it (Triton's interpreter, which runs
+    programs one after another) it launches once per phase of a step.
     """
 
     scan: str
@@ -96,10 +101,7 @@ class ScanPlan:
     n: int
     batch: int
     rows: int
-    block_n: int
     block_k: int
-    slices: int
-    row_blocks: int
     resident: bool
     warps: int
     precision: Precision
@@ -107,6 +109,18 @@ class ScanPlan:
     grid_sync: bool | None = None  # None: in one launch on a GPU, one phase per launch elsewhere
     spin_limit: int = SPIN_LIMIT
     in_memory: bool = False  # the rotation layers exchange partners through scratch memory
+
+    @property
+    def block_n(self) -> int:
+        return padded(self.n)
+
+    @property
+    def slices(self) -> int:
+        return cdiv(self.n, self.block_k)
+
+    @property
+    def row_blocks(self) -> int:
+        return cdiv(self.batch, self.rows)
 
     @property
     def chunk(self) -> int:
@@ -123,7 +137,7 @@ class ScanPlan:
 
     def for_batch(self, batch: int) -> ScanPlan:
         """The same kernels over another batch: only the number of row blocks changes."""
-        return replace(self, batch=batch, row_blocks=cdiv(batch, self.rows))
+        return replace(self, batch=batch)
 
     def describe(self) -> str:
         """One line for logs and benchmarks: the path, what a program owns, the grid on the device."""
@@ -140,6 +154,13 @@ class ScanPlan:
         return (
             f"{self.path} ({owns} per program, {where}, {self.precision}): "
             f"{self.programs} programs on {self.gpu.sms} SMs, {self.programs_per_sm} per SM"
+        )
+
+    def tag(self) -> str:
+        """The same, compact enough to be one `key=value` word of a log line (a trial's `kernel_path`)."""
+        return (
+            f"{self.path},rows={self.rows},programs={self.programs},sms={self.gpu.sms},"
+            f"per_sm={self.programs_per_sm},{self.precision}"
         )
 
     def grid_record(self) -> dict[str, object]:
@@ -165,8 +186,7 @@ def _rows_for(batch: int, gpu: GPU, low: int, high: int) -> int:
 
 
 def _split(scan: str, n: int, batch: int, matrices: int, precision: Precision, gpu: GPU) -> ScanPlan:
-    block_n = max(16, next_power_of_2(n))
-    budget = gpu.shared_bytes - SCRATCH_BYTES
+    block_n = padded(n)
     max_rows = max(1, ROW_ELEMENTS // block_n)
     block_k = 16
     while True:
@@ -176,46 +196,27 @@ def _split(scan: str, n: int, batch: int, matrices: int, precision: Precision, g
             break
         block_k *= 2
     rows = min(rows, max_rows)
-    row_blocks = cdiv(batch, rows)
-    while slices * row_blocks > gpu.sms and rows < batch:  # never more programs than SMs
+    while slices * cdiv(batch, rows) > gpu.sms and rows < batch:  # never more programs than SMs
         rows *= 2
-        row_blocks = cdiv(batch, rows)
     width = RESIDENT_WIDTH // (2 if precision == "tf32x3" else 1)
+    budget = gpu.shared_bytes - SCRATCH_BYTES
     resident = block_n <= width and matrix_bytes(matrices, block_n, block_k, precision) <= budget
-    return ScanPlan(
-        scan,
-        "split",
-        matrices,
-        n,
-        batch,
-        rows,
-        block_n,
-        block_k,
-        slices,
-        row_blocks,
-        resident,
-        8,
-        precision,
-        gpu,
-    )
+    return ScanPlan(scan, "split", matrices, n, batch, rows, block_k, resident, 8, precision, gpu)
 
 
 def _whole(
     scan: str, path: Path, matrices: int, n: int, batch: int, rows: int, precision: Precision, gpu: GPU
 ) -> ScanPlan:
     """A program owns every hidden unit of its rows: no barrier, the state stays in registers."""
-    block_n = max(16, next_power_of_2(n))
-    in_memory = path == "givens" and block_n > GATHER_WIDTH
+    in_memory = path == "givens" and padded(n) > GATHER_WIDTH
     warps = 8 if matrices or in_memory else 4
-    row_blocks = cdiv(batch, rows)
     return ScanPlan(
-        scan, path, matrices, n, batch, rows, block_n, block_n, 1, row_blocks, True, warps, precision, gpu,
-        in_memory=in_memory,
-    )  # fmt: skip
+        scan, path, matrices, n, batch, rows, padded(n), True, warps, precision, gpu, in_memory=in_memory
+    )
 
 
 def fits_on_chip(matrices: int, n: int, precision: Precision, gpu: GPU) -> bool:
-    block_n = max(16, next_power_of_2(n))
+    block_n = padded(n)
     return (
         matrices == 0
         or matrix_bytes(matrices, block_n, block_n, precision) <= gpu.shared_bytes - SCRATCH_BYTES

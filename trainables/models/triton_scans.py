@@ -49,16 +49,18 @@ def compile_options(plan: ScanPlan, one_launch: bool = True) -> dict[str, object
     return options
 
 
-def _launch(kernel: triton.JITFunction, plan: ScanPlan, B: int, T: int, backward: bool, phases: int, tensors: list, ints: list, **flags) -> None:  # fmt: skip
+def _launch(kernel: triton.JITFunction, plan: ScanPlan, T: int, backward: bool, phases: int, tensors: list, ints: list, **flags) -> None:  # fmt: skip
     """All T steps in one launch, or, where a split scan's programs cannot wait for each other, one
     launch per phase of each step (a kernel of several `phases` per step takes PHASE); the kernels
     take (tensors…, sync counters, stall flag, t0, steps, ints…)."""
     split = plan.path == "split"
     device = tensors[0].device
     one_launch = not split or (plan.grid_sync if plan.grid_sync is not None else device.type == "cuda")
-    grid = (plan.slices, triton.cdiv(B, plan.rows))
-    sync = torch.zeros(grid[1], dtype=torch.int32, device=device)
+    grid = (plan.slices, plan.row_blocks)
+    flag = stall_flag(device)
     options = {**compile_options(plan, one_launch), **flags}
+    # barrier counters, one per row block, where programs meet in one launch (else never read)
+    sync = torch.zeros(plan.row_blocks, dtype=torch.int32, device=device) if options["GRID_SYNC"] else flag
     if one_launch:
         launches = [(0, T, -1)]
     else:
@@ -67,7 +69,7 @@ def _launch(kernel: triton.JITFunction, plan: ScanPlan, B: int, T: int, backward
     for t0, steps, phase in launches:
         if phases > 1:
             options["PHASE"] = phase
-        kernel[grid](*tensors, sync, stall_flag(device), t0, steps, *ints, **options)
+        kernel[grid](*tensors, sync, flag, t0, steps, *ints, **options)
     if device.type != "cuda":  # the interpreter: reading the flag costs nothing
         raise_if_stalled(device)
 
@@ -78,11 +80,11 @@ def _states(h0: torch.Tensor, T: int) -> torch.Tensor:
     return states
 
 
-def _scratch(plan: ScanPlan, B: int, like: torch.Tensor) -> torch.Tensor:
+def _scratch(plan: ScanPlan, like: torch.Tensor) -> torch.Tensor:
     """Each program's rows of partner-exchange memory, where the rotation layers need it."""
     if not plan.in_memory:
         return like.new_empty(1)
-    return like.new_empty(triton.cdiv(B, plan.rows) * plan.rows, plan.block_n)
+    return like.new_empty(plan.row_blocks * plan.rows, plan.block_n)
 
 
 def _blocks(M: torch.Tensor, n: int, reset: bool, update: bool) -> tuple[torch.Tensor, ...]:
@@ -112,7 +114,7 @@ class _ResetAfterScan(torch.autograd.Function):
         states = _states(h0, T)
         hm = torch.empty_like(projected) if save else projected.new_empty(1)
         threshold = (bias + eps).contiguous()
-        scratch = _scratch(plan, B, projected)
+        scratch = _scratch(plan, projected)
         tensors = [
             projected,
             *_blocks(M, n, reset, code != 0),
@@ -128,7 +130,6 @@ class _ResetAfterScan(torch.autograd.Function):
         _launch(
             triton_after.reset_after_forward,
             plan,
-            B,
             T,
             False,
             1,
@@ -149,16 +150,15 @@ class _ResetAfterScan(torch.autograd.Function):
         carry = grad_last.contiguous().clone()
         d_hm = torch.empty_like(projected)
         d_xc = projected.new_empty(T, B, n) if reset else projected.new_empty(1)
-        d_bias = projected.new_zeros(triton.cdiv(B, plan.rows), n)
+        d_bias = projected.new_zeros(plan.row_blocks, n)
         tensors = [
-            projected, *_blocks(M, n, reset, code != 0), cos, sin, partner, _scratch(plan, B, projected),
+            projected, *_blocks(M, n, reset, code != 0), cos, sin, partner, _scratch(plan, projected),
             threshold, states, hm, grad_outputs.contiguous(), carry, d_hm, d_xc, d_bias,
         ]  # fmt: skip
         flags = dict(RESET=reset, UPDATE=code, GIVENS=plan.path == "givens", IN_MEMORY=plan.in_memory)
         _launch(
             triton_after.reset_after_backward,
             plan,
-            B,
             T,
             True,
             2,
@@ -188,7 +188,7 @@ class _ResetBeforeScan(torch.autograd.Function):
         threshold = (bias + eps).contiguous()
         tensors = [projected, M_ru, M_ru[:, n:], M_c, threshold, states, gates, rh, cand]
         ints = [B, n, B * n if save else 0]
-        _launch(triton_before.reset_before_forward, plan, B, T, False, 2, tensors, ints, SAVE=save)
+        _launch(triton_before.reset_before_forward, plan, T, False, 2, tensors, ints, SAVE=save)
         ctx.save_for_backward(M_ru, M_c, states, gates, rh, cand)
         ctx.plan = plan
         return states[1:], states[T].clone()
@@ -199,7 +199,7 @@ class _ResetBeforeScan(torch.autograd.Function):
         T, B, n = rh.shape
         carry = grad_last.contiguous().clone()
         d_pre = states.new_empty(T, B, 3 * n)
-        d_bias = states.new_zeros(triton.cdiv(B, ctx.plan.rows), n)
+        d_bias = states.new_zeros(ctx.plan.row_blocks, n)
         tensors = [
             M_ru,
             M_ru[:, n:],
@@ -212,7 +212,7 @@ class _ResetBeforeScan(torch.autograd.Function):
             d_pre,
             d_bias,
         ]
-        _launch(triton_before.reset_before_backward, ctx.plan, B, T, True, 3, tensors, [B, n])
+        _launch(triton_before.reset_before_backward, ctx.plan, T, True, 3, tensors, [B, n])
         d_M_ru = states[:-1].reshape(-1, n).T @ d_pre[..., n:].reshape(-1, 2 * n)
         d_M_c = rh.reshape(-1, n).T @ d_pre[..., :n].reshape(-1, n)
         return d_pre, carry, d_M_ru, d_M_c, d_bias.sum(0), None, None

@@ -27,8 +27,6 @@ from trainables.models.scan_plan import (
     H100,
     PRECISIONS,
     ScanPlan,
-    cdiv,
-    next_power_of_2,
     plan_reset_after,
     plan_reset_before,
 )
@@ -65,10 +63,7 @@ def precision_of(options: dict) -> str:
 def split_plan(scan: str, matrices: int, n: int, B: int, block_k: int = 8, rows: int = 2, **changes) -> ScanPlan:  # fmt: skip
     """A split launch at test sizes: several unit slices of `block_k` and row blocks of `rows`;
     on a GPU all steps in one launch with the barrier, in the interpreter one step per launch."""
-    plan = ScanPlan(
-        scan, "split", matrices, n, B, rows, max(16, next_power_of_2(n)), block_k, cdiv(n, block_k),
-        cdiv(B, rows), True, 4, "ieee", H100,
-    )  # fmt: skip
+    plan = ScanPlan(scan, "split", matrices, n, B, rows, block_k, True, 4, "ieee", H100)
     return replace(plan, **changes)
 
 
