@@ -176,12 +176,11 @@ def reads_every_step(device: torch.device) -> bool:
     return device.type != "cuda"
 
 
-def run_facts(rnns: Sequence[RecurrentModel], device: torch.device) -> dict[str, str]:
-    """What a trial runs on, reported with its metrics: the implementation of the orthogonal
-    models' time loop. Raises ValueError, before any step, for `kernel: fused` where it cannot run.
-    Once the models have run, `kernel_facts` says what they ran."""
-    kernels = {resolve_kernel(rnn.kernel, device) for rnn in rnns if isinstance(rnn, OrthogonalModel)}
-    return {"kernel": ",".join(sorted(kernels))} if kernels else {}
+def check_kernels(rnns: Sequence[RecurrentModel], device: torch.device) -> None:
+    """Raise ValueError, before any step, for `kernel: fused` where it cannot run."""
+    for rnn in rnns:
+        if isinstance(rnn, OrthogonalModel):
+            resolve_kernel(rnn.kernel, device)
 
 
 def kernel_facts(rnns: Sequence[RecurrentModel]) -> dict[str, str]:
@@ -269,7 +268,8 @@ def train(
     hp = trial.training
     device = pick_device(trial.device)
     task, network, rnns = build(trial, device)
-    facts = {**run_facts(rnns, device), **network_facts(task, network)}
+    check_kernels(rnns, device)
+    facts = network_facts(task, network)
     optimizers = build_optimizers(rnns, network, trial)
 
     started = time.perf_counter()

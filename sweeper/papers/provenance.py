@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trainables.hyperparams import TRAINING
+from trainables.models.orthogonal import resolve_layout
 from trainables.reference import PublishedTable, Reference
 from trainables.registry import MODELS, TASKS
 
@@ -97,9 +98,7 @@ def _keyed(notes: Any, model: str, name: str) -> tuple[str, str] | None:
 def _applies(name: str, values: dict[str, Any]) -> bool:
     """Whether a setting changes the run: a tunable layout's capacity, a stack's inner layers."""
     if name == "capacity":
-        return values.get("layout") == "tunable" or (
-            values.get("layout") == "auto" and values["hidden_size"] & (values["hidden_size"] - 1) != 0
-        )
+        return resolve_layout(values["layout"], values["hidden_size"]) == "tunable"
     if name in (INNER_SIZE, "task.layer_dropout"):
         return values.get("task.layers", 1) > 1
     return True

@@ -122,18 +122,11 @@ def test_a_value_that_is_neither_refuses_its_row() -> None:
 
 def test_every_reading_names_a_setting_the_runs_use_or_a_condition() -> None:
     for table in runnable():
-        used = {
-            s.key
-            for row in plan(table.paper, table.table).rows
-            for s in row.settings
-            if s.source == "reading"
-        }
+        settings = [s for row in plan(table.paper, table.table).rows for s in row.settings]
+        used = {s.key for s in settings if s.source == "reading"}
         for reading in table.readings:
             assert reading in used or reading in CONDITIONS, (table.key, reading)
-        stated = {
-            s.key for row in plan(table.paper, table.table).rows for s in row.settings if s.source == "paper"
-        }
-        assert set(table.paper_settings) <= stated, table.key
+        assert set(table.paper_settings) <= {s.key for s in settings if s.source == "paper"}, table.key
 
 
 def settings_of(paper: str, number: str, model: str) -> dict:
