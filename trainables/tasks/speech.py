@@ -4,7 +4,10 @@ Audio at 8 kHz (16 kHz TIMIT is low-passed and decimated here), samples scaled t
 with a periodic Hann window of 256 samples and a hop of 128, no centring, so an utterance of N
 samples gives 1 + ⌊(N − 256)/128⌋ frames of 129 bins of 10·log10(1e-5 + |X|²). The network sees
 frames up to t and predicts frame t + 1; the loss is the squared error averaged over the bins of
-the valid (unpadded) frames.
+the valid (unpadded) frames. As in the papers' pipelines, each bin of the network's input is
+standardised with the training utterances' mean and standard deviation (computed once, cached with
+the spectrograms); targets and the loss stay in the spectrogram's units, the units of the papers'
+MSE.
 
 TIMIT is licensed: the task reads a local directory of .wav files (RIFF PCM, read with the
 standard `wave` module) and never downloads. A `TRAIN`/`TEST` pair of subdirectories, as in
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -42,7 +46,7 @@ HOP = 128
 BINS = WINDOW // 2 + 1
 FLOOR = 1e-5
 PCM_DTYPES = {1: np.uint8, 2: np.int16, 4: np.int32}
-FEATURES_VERSION = 1  # bump when the features change, so caches written before are not read
+FEATURES_VERSION = 2  # bump when the features change, so caches written before are not read
 
 
 def read_wav(path: Path) -> tuple[np.ndarray, int]:
@@ -177,38 +181,59 @@ def load_utterance(path: Path) -> torch.Tensor:
 Splits = tuple[tuple[str, tuple[Path, ...]], ...]
 
 
-def load_features(settings: TimitSettings) -> dict[str, list[torch.Tensor]]:
-    """Each split's log spectrograms, (frames, 129) per utterance: from this process's memory,
-    the disk cache, or the audio."""
+@dataclass(frozen=True)
+class Features:
+    """Each split's log spectrograms, (frames, 129) per utterance, and the training frames' mean
+    and standard deviation per bin, which standardise the network's input."""
+
+    splits: dict[str, list[torch.Tensor]]
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    @classmethod
+    def of(cls, splits: dict[str, list[torch.Tensor]]) -> Features:
+        train = torch.cat(splits["train"])
+        return cls(splits, train.mean(0), train.std(0, correction=0).clamp_min(1e-6))
+
+
+def load_features(settings: TimitSettings) -> Features:
+    """The spectrograms and their scale: from this process's memory, the disk cache, or the audio."""
     splits = tuple((name, tuple(files)) for name, files in split_files(settings).items())
     stamps = file_stamps(p for _, files in splits for p in files)
     return _features(splits, Path(settings.data_dir).expanduser(), stamps)
 
 
 @functools.lru_cache(maxsize=2)
-def _features(
-    splits: Splits, data_dir: Path, stamps: tuple[tuple[int, int], ...]
-) -> dict[str, list[torch.Tensor]]:
+def _features(splits: Splits, data_dir: Path, stamps: tuple[tuple[int, int], ...]) -> Features:
     sizes = ",".join(f"{name}:{len(files)}" for name, files in splits)
     recipe = f"timit features v{FEATURES_VERSION} rate={SAMPLE_RATE} window={WINDOW} hop={HOP} floor={FLOOR} {sizes}"
     return load_or_build(
         data_dir,
         "timit-features",
         content_key(recipe, [p for _, files in splits for p in files], data_dir),
-        lambda: {
-            name: [log_spectrogram(load_utterance(p).unsqueeze(0))[0] for p in files]
-            for name, files in splits
-        },
+        lambda: Features.of(
+            {
+                name: [log_spectrogram(load_utterance(p).unsqueeze(0))[0] for p in files]
+                for name, files in splits
+            }
+        ),
         lambda features: {
-            "frames": {name: torch.cat(utterances) for name, utterances in features.items()},
+            "frames": {name: torch.cat(utterances) for name, utterances in features.splits.items()},
             "lengths": {
-                name: torch.tensor([len(u) for u in utterances]) for name, utterances in features.items()
+                name: torch.tensor([len(u) for u in utterances])
+                for name, utterances in features.splits.items()
             },
+            "mean": features.mean,
+            "std": features.std,
         },
-        lambda entry: {
-            name: list(torch.split(entry["frames"][name], entry["lengths"][name].tolist()))
-            for name, _ in splits
-        },
+        lambda entry: Features(
+            {
+                name: list(torch.split(entry["frames"][name], entry["lengths"][name].tolist()))
+                for name, _ in splits
+            },
+            entry["mean"],
+            entry["std"],
+        ),
     )
 
 
@@ -230,24 +255,33 @@ class Timit(Task):
     def check_data(cls, settings: TimitSettings) -> None:
         split_files(settings)
 
+    @classmethod
+    def sized(cls, settings: TimitSettings) -> Timit:
+        task = cls.__new__(cls)
+        task.settings = settings
+        return task
+
     def __init__(self, settings: TimitSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings
         self.batch_size = batch_size
         self.device = device
         # an utterance's spectrogram never changes: computed once, not in every batch (where the
         # STFT took ~10% of a training step on a CPU)
-        self.features = load_features(settings)
+        features = load_features(settings)
+        self.features = features.splits
+        self.mean, self.std = features.mean.to(device), features.std.to(device)
         self._gen = torch.Generator().manual_seed(seed)
         self._order = torch.empty(0, dtype=torch.long)
 
     def batch(self, split: str, index: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Inputs and targets (frames − 1, B, 129) and the mask (frames − 1, B) of valid targets."""
+        """Standardised inputs and targets (frames − 1, B, 129) and the mask (frames − 1, B) of
+        valid targets."""
         utterances = [self.features[split][i] for i in index]
         features = pad_sequence(utterances).to(self.device)  # (frames, B, 129), zeros after an utterance
         frames = torch.tensor([len(u) for u in utterances], device=self.device)
         steps = torch.arange(1, features.shape[0], device=self.device)
         mask = steps.unsqueeze(1) < frames.unsqueeze(0)
-        return features[:-1], features[1:], mask
+        return (features[:-1] - self.mean) / self.std, features[1:], mask
 
     def train_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if len(self._order) < self.batch_size:  # a new epoch, reshuffled

@@ -131,10 +131,15 @@ def build_timit(data_dir: Path, fresh_process: bool = True, **settings: int) -> 
 
 
 def same_features(a: speech.Timit, b: speech.Timit) -> bool:
-    return all(
-        len(a.features[s]) == len(b.features[s])
-        and all(torch.equal(x, y) for x, y in zip(a.features[s], b.features[s], strict=True))
-        for s in ("train", "valid", "test")
+    """Same spectrograms and the same scale (the cache keeps the training frames' statistics)."""
+    return (
+        all(
+            len(a.features[s]) == len(b.features[s])
+            and all(torch.equal(x, y) for x, y in zip(a.features[s], b.features[s], strict=True))
+            for s in ("train", "valid", "test")
+        )
+        and torch.equal(a.mean, b.mean)
+        and torch.equal(a.std, b.std)
     )
 
 

@@ -95,6 +95,21 @@ def test_masked_mse_ignores_padding(tmp_path: Path, corpora) -> None:
     assert task.loss(Zero(), (inputs, targets, mask)).item() == pytest.approx(by_hand.item())
 
 
+def test_inputs_are_standardised_with_the_training_frames_statistics(tmp_path: Path, corpora) -> None:
+    corpora.write_speech(tmp_path, count=8)
+    task = make(tmp_path, batch_size=4)
+    train = torch.cat(task.features["train"])
+    assert torch.allclose(task.mean, train.mean(0)) and torch.allclose(task.std, train.std(0, correction=0))
+    inputs, targets, _ = task.batch("train", [0, 1, 2, 3])
+    frames = torch.cat([f[:-1] for f in task.features["train"]])
+    standardised = torch.cat([inputs[: len(f) - 1, i] for i, f in enumerate(task.features["train"])])
+    assert torch.allclose(standardised, (frames - train.mean(0)) / train.std(0, correction=0), atol=1e-5)
+    assert torch.equal(targets[: len(task.features["train"][0]) - 1, 0], task.features["train"][0][1:])
+    inputs, _, _ = task.batch("valid", [0, 1])  # other splits take the training frames' scale
+    first = task.features["valid"][0]
+    assert torch.allclose(inputs[: len(first) - 1, 0], (first[:-1] - task.mean) / task.std, atol=1e-5)
+
+
 def test_timit_layout_keeps_test_speakers_for_test(tmp_path: Path, corpora) -> None:
     corpora.write_speech(tmp_path, count=8, timit_layout=True)
     task = make(tmp_path, train_size=4, valid_size=2, test_size=2)
