@@ -82,6 +82,7 @@ class ModelEntry:
     hyperparams: tuple[Hyperparam, ...] = ()
     orthogonal: bool = False
     description: str = ""
+    ablation_of: str | None = None  # the model this one removes a part of, compared at its size
 
     @property
     def all_hyperparams(self) -> dict[str, Hyperparam]:
@@ -154,6 +155,10 @@ class TaskEntry:
             self.settings.model_validate(dict(settings)), batch_size=batch_size, seed=seed, device=device
         )
 
+    def sized(self, settings: Mapping[str, Any]) -> Task:
+        """The task without its data, for counting its networks' parameters (`Task.sized`)."""
+        return self.task_class.sized(self.settings.model_validate(dict(settings)))
+
 
 MODELS: Registry[ModelEntry] = Registry("model")
 TASKS: Registry[TaskEntry] = Registry("task")
@@ -161,7 +166,12 @@ Built = TypeVar("Built", bound=Callable[..., Any])
 
 
 def register_model(
-    name: str, *, hyperparams: tuple[Hyperparam, ...] = (), orthogonal: bool = False, description: str = ""
+    name: str,
+    *,
+    hyperparams: tuple[Hyperparam, ...] = (),
+    orthogonal: bool = False,
+    description: str = "",
+    ablation_of: str | None = None,
 ) -> Callable[[Built], Built]:
     """Class (or builder) decorator: register a recurrent model under `name`.
 
@@ -170,7 +180,7 @@ def register_model(
     """
 
     def register(build: Built) -> Built:
-        MODELS.register(name, ModelEntry(name, build, hyperparams, orthogonal, description))
+        MODELS.register(name, ModelEntry(name, build, hyperparams, orthogonal, description, ablation_of))
         return build
 
     return register

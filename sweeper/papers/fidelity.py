@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sweeper.papers.table_runs import plan
+from sweeper.papers.table_runs import NotReproducible, plan
 from trainables.reference import PublishedTable, all_tables
 
 HEADER = """# Fidelity of the reproductions
@@ -32,13 +32,22 @@ def table_section(table: PublishedTable) -> list[str]:
     lines = [f"### {table.table}: {table.title}", ""]
     if table.not_runnable is not None:
         return [*lines, f"Not run: {table.not_runnable}.", ""]
-    rows = plan(table.paper, table.table).rows
+    try:
+        rows = plan(table.paper, table.table).rows
+    except NotReproducible as exc:
+        return [*lines, f"Not run: {exc}.", ""]
     paper: dict[str, list[object]] = defaultdict(list)
     readings: dict[str, list[object]] = defaultdict(list)
     for row in rows:
         for setting in row.settings:
             (paper if setting.source == "paper" else readings)[setting.key].append(setting.value)
-    lines += [f"The paper's settings, stated in {table.stated_in}:", ""]
+    lines += ["Parameters of each model's network at the paper's sizes, beside its target:", ""]
+    lines += [
+        f"- {row.label}: {row.parameters.text()}"
+        for row in rows
+        if row.runs_of == row.index and row.parameters
+    ]
+    lines += ["", f"The paper's settings, stated in {table.stated_in}:", ""]
     for key, values in paper.items():
         where = table.paper_settings.get(key)
         lines.append(f"- `{key}` = {_values(values)}" + (f" ({where})" if where else ""))

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sweeper.papers.parameters import STATED, Count, count_reading, counts
 from sweeper.papers.provenance import INNER_SIZE, PAPER_SETTINGS, Setting, run_settings
 from sweeper.spec.sweep import SweepSpec
 from trainables.catalog import load_all
@@ -43,6 +44,7 @@ class Row:
     runs_of: int  # the index of the row whose runs this one reads (itself, or an earlier row
     # with the same configuration, such as one model's validation and test numbers)
     settings: tuple[Setting, ...] = ()  # every setting of the paper-scale run, with its source
+    parameters: Count | None = None  # the paper-scale network's count beside its target
 
     @property
     def label(self) -> str:
@@ -107,21 +109,32 @@ def plan(
     load_all()
     task_fields = set(TASKS.get(entry.task).settings.model_fields)
     all_rows = table_rows(entry)
-    rows, skipped = [], []
+    built: dict[int, tuple[Reference, dict[str, Any]]] = {}
+    skipped: list[tuple[Reference, str]] = []
     for index, ref in enumerate(all_rows):
         if only and any(ref.settings.get(k) != v for k, v in only.items()):
             continue
         try:
-            full = row_params(entry, ref)
-            settings = run_settings(entry, ref, full)
+            built[index] = ref, row_params(entry, ref)
+        except ValueError as exc:
+            skipped.append((ref, str(exc)))
+    counted = _counts(entry, built)
+    rows: list[Row] = []
+    for index, (ref, full) in built.items():
+        count = counted[index]
+        try:
+            settings = (*run_settings(entry, ref, full), *count_reading(entry, ref.model, count))
             params = _shrunk(full, profile, task_fields)
         except ValueError as exc:
             skipped.append((ref, str(exc)))
             continue
         same = next((r.index for r in rows if r.model == ref.model and r.params == params), index)
-        rows.append(Row(index, ref, ref.model, params, same, settings))
+        rows.append(Row(index, ref, ref.model, params, same, settings, count))
     if not rows:
-        reasons = "; ".join(f"{ref.model}: {why}" for ref, why in skipped) or f"no row matches {only}"
+        reasons = (
+            "; ".join(dict.fromkeys(f"{ref.model}: {why}" for ref, why in skipped))
+            or f"no row matches {only}"
+        )
         raise NotReproducible(f"no row of {entry.paper} {entry.table} can be run ({reasons})")
     parts: dict[tuple, list[Row]] = {}
     for row in rows:
@@ -136,6 +149,29 @@ def plan(
         seeds or default_seeds,
         profile,
     )
+
+
+def _counts(entry: PublishedTable, built: dict[int, tuple[Reference, dict[str, Any]]]) -> dict[int, Count]:
+    """Each row's parameter count and target, among the rows of its task settings (its sweep)
+    at the paper's sizes; a model's repeated rows (its validation and test numbers) count once."""
+    groups: dict[tuple, dict[int, tuple[str, dict[str, Any], int | None]]] = {}
+    first: dict[tuple, int] = {}
+    for index, (ref, full) in built.items():
+        shared = tuple(
+            sorted((k, v) for k, v in full.items() if k.startswith("task.") and k not in PER_ROW_TASK)
+        )
+        key = (ref.model, tuple(sorted(full.items())), ref.settings.get(STATED))
+        if key not in first:
+            first[key] = index
+            groups.setdefault(shared, {})[index] = ref.model, full, ref.settings.get(STATED)
+    counted: dict[int, Count] = {}
+    for group in groups.values():
+        counted.update(counts(entry.task, group))
+    for index, (ref, full) in built.items():
+        counted.setdefault(
+            index, counted[first[(ref.model, tuple(sorted(full.items())), ref.settings.get(STATED))]]
+        )
+    return counted
 
 
 def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
@@ -194,6 +230,8 @@ def _shrunk(params: dict[str, Any], profile: str | None, task_fields: set[str]) 
     small["iterations"] = min(params["iterations"], 40)
     small["eval_every"] = 20
     small["batch_size"] = min(params["batch_size"], 16)
+    if "capacity" in params:
+        small["capacity"] = max(2, params["capacity"] // 8)
     if "reset_interval" in params:
         small["reset_interval"] = min(params["reset_interval"], 10)
     if "task.T" in params:
@@ -302,7 +340,8 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
                     total_seconds += seconds * steps
                     cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
             shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
-            lines.append(f"    {row.label}: {shown}{cost}")
+            count = f"; {row.parameters.text()}" if row.parameters else ""
+            lines.append(f"    {row.label}: {shown}{count}{cost}")
             for source in ("paper", "reading"):
                 shown = [s for s in row.settings if s.source == source]
                 if shown:

@@ -89,6 +89,7 @@ class GORU(OrthogonalModel):
     hyperparams=HYPERPARAMS,
     orthogonal=True,
     description="GORU without its reset gate (r ≡ 1), a GORU paper ablation",
+    ablation_of="goru",
 )
 class GORUNoReset(GORU):
     reset = False
@@ -99,6 +100,7 @@ class GORUNoReset(GORU):
     hyperparams=HYPERPARAMS,
     orthogonal=True,
     description="GORU without its update gate (z ≡ 0), a GORU paper ablation",
+    ablation_of="goru",
 )
 class GORUNoUpdate(GORU):
     update = False

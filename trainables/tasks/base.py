@@ -66,6 +66,13 @@ class Task(ABC):
         reading them: a launch calls it before anything starts. Generated tasks need none."""
         return None
 
+    @classmethod
+    def sized(cls, settings: Any) -> Task:
+        """A task that can build its network and holds no data, for parameter counts: a
+        reproduction's model sizes are checked before any data set is on the machine. Tasks that
+        read files override it with their usual shapes."""
+        return cls(settings, batch_size=1, seed=0, device=torch.device("cpu"))
+
     def build_network(self, rnn: RecurrentModel) -> nn.Module:
         """The whole trainable network around the recurrent model (default: a linear read-out)."""
         return SequenceNetwork(rnn, self.output_size)

@@ -235,6 +235,15 @@ class LanguageModel(Task):
 
     characters: ClassVar[bool]
     unit: ClassVar[Literal["bpc", "ppl"]]
+    usual_vocabulary: ClassVar[int]  # the vocabulary of the standard files, for counts without them
+
+    @classmethod
+    def sized(cls, settings: LanguageSettings) -> LanguageModel:
+        task = cls.__new__(cls)
+        task.settings = settings
+        task.output_size = cls.usual_vocabulary
+        task.input_size = settings.embedding_size or cls.usual_vocabulary
+        return task
 
     def __init__(self, settings: LanguageSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings
@@ -313,6 +322,7 @@ class PtbChar(LanguageModel):
     files = PTB_CHAR_FILES
     characters = True
     unit = "bpc"
+    usual_vocabulary = 50
 
 
 @register_task(
@@ -327,6 +337,7 @@ class PtbWord(LanguageModel):
     files = PTB_WORD_FILES
     characters = False
     unit = "ppl"
+    usual_vocabulary = 10_000
 
 
 @register_task(
@@ -341,3 +352,4 @@ class WikiText2(LanguageModel):
     files = WIKITEXT2_FILES
     characters = False
     unit = "ppl"
+    usual_vocabulary = 33_278

@@ -105,6 +105,12 @@ class ShortestPath(Task):
     input_size = VOCABULARY
     output_size = N_NODES + 1
 
+    @classmethod
+    def sized(cls, settings: ShortestPathSettings) -> ShortestPath:
+        task = cls.__new__(cls)
+        task.settings = settings
+        return task
+
     def __init__(
         self, settings: ShortestPathSettings, batch_size: int, seed: int, device: torch.device
     ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweeper.papers.fidelity import render
+from sweeper.papers.table_runs import NotReproducible, plan
 from trainables.reference import all_tables
 
 PAGE = Path(__file__).parents[3] / "docs" / "fidelity.md"
@@ -20,5 +21,13 @@ def test_the_page_names_every_table_and_every_reading() -> None:
         assert f"### {table.table}: {table.title}" in page
         if table.not_runnable is not None:
             assert table.not_runnable in page
+            continue
+        try:
+            rows = plan(table.paper, table.table).rows
+        except NotReproducible as exc:  # every row refused, each with its reason
+            assert f"Not run: {exc}." in page
+            continue
         for key, why in table.readings.items():
             assert why in page, (table.key, key)
+        for row in rows:
+            assert f"- {row.label}: {row.parameters.text()}" in page
