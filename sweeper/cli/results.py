@@ -25,7 +25,11 @@ def status(sweep: str | None, storage: str | None) -> None:
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
-    console.print(status_table(record, study_summaries(store, record)))
+    summaries = study_summaries(store, record)
+    console.print(status_table(record, summaries))
+    for summary in summaries:
+        if summary.race_stopped:
+            click.echo(f"{summary.model}: {summary.race_stopped}")
 
 
 @click.command()
@@ -37,6 +41,7 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
     """Each model's best objective, hyperparameters and parameter count, best first, per task."""
     from sweeper.results.summaries import (
         importances,
+        paper_point_lines,
         render_json,
         render_markdown,
         sorted_best_first,
@@ -52,10 +57,13 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
     if fmt == "json":
         click.echo(render_json(record, objective.metric, objective.mode, summaries, weights))
     elif fmt == "markdown":
-        click.echo(render_markdown(record, objective.metric, summaries, weights))
+        click.echo(render_markdown(record, objective.metric, objective.mode, summaries, weights))
     else:
         for table in summary_tables(record, summaries):
             console.print(table)
+        for summary in summaries:
+            for line in paper_point_lines(summary, objective.mode):
+                click.echo(f"{summary.model}: {line}")
         if weights is not None:
             console.print(importance_table(weights))
 

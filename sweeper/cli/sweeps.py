@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from sweeper.store.database import Store
 
 
+log = logging.getLogger(__name__)
+
+
 @click.command()
 @click.argument("configs", nargs=-1, required=True)
 @address_option
@@ -45,6 +49,12 @@ if TYPE_CHECKING:
 @click.option("--profile", help="Apply a named profile of overrides from each config (e.g. smoke).")
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan and start nothing.")
 @click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
+@click.option(
+    "--warm-start",
+    "warm_from",
+    metavar="SWEEP",
+    help="Begin each study with the finished trials of SWEEP (same task and model) that fit its space.",
+)
 @results_option
 @verbose_option
 def launch(
@@ -57,12 +67,14 @@ def launch(
     profile: str | None,
     dry_run: bool,
     no_gpus: bool,
+    warm_from: str | None,
     results: str | None,
     verbose: bool,
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
     from sweeper.run.runtime import MissingGPUs
+    from sweeper.run.warm_start import warm_start
     from sweeper.spec.matching import resolve_matching
     from sweeper.spec.plan import matching_text, plan_text
     from sweeper.spec.preflight import preflight
@@ -104,13 +116,31 @@ def launch(
         raise BadInput("\n".join(problems))
     if dry_run:
         return
+    earlier = None
+    if warm_from is not None:  # refused before anything is written
+        if len(specs) > 1:
+            raise BadInput("--warm-start SWEEP seeds one sweep: give one CONFIG")
+        earlier_store = open_store(places[0].storage_url, warm_from)
+        earlier = find_sweep(earlier_store, warm_from)
+        earlier_store.dispose()
+        if any(stored_spec(earlier).task != spec.task for spec in specs):
+            raise BadInput(
+                f"--warm-start {warm_from}: it ran another task or task settings than {configs[0]}"
+            )
     worst = 0
     for index, (spec, where) in enumerate(zip(specs, places, strict=True)):
+        first_trials, starts = first_points(spec)
         try:
-            store, record = register(spec, where, profile, specs)
+            store, record = register(spec, where, profile, specs, first_trials)
         except (StoreError, MissingGPUs) as exc:
             raise refused(exc) from None
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
+        for line in starts:
+            click.echo(line)
+        if earlier is not None:
+            for started in warm_start(store, record, store.get_sweep(earlier.name)):
+                unfit = f" ({started.unfit} outside this space)" if started.unfit else ""
+                click.echo(f"  {started.model} starts from {started.reused} trials of {earlier.name}{unfit}")
         page = runs_page("http://127.0.0.1:5000", record.mlflow_experiment_id)
         click.echo(
             f"  MLflow UI: sweeper ui {record.name}  (or {ui_command(where.tracking_uri)}, then {page})"
@@ -118,6 +148,27 @@ def launch(
         with resumable(record.name, last=index == len(specs) - 1):
             worst = max(worst, print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
+
+
+def first_points(spec: Any) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], list[str]]:
+    """Each model's papers' points, and a line for each; a point skipped is logged with why."""
+    from sweeper.papers.points import paper_points
+
+    first: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    lines: list[str] = []
+    if not spec.sampler.paper_points:
+        return first, lines
+    for model in spec.models:
+        points, skipped = paper_points(spec, model)
+        first[model] = [(point.label, point.params) for point in points]
+        for point in points:
+            shown = ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.params.items()
+            )
+            lines.append(f"  {model} starts from {point.label}: {shown}")
+        for why in skipped:
+            log.info("%s: a paper's point skipped: %s", model, why)
+    return first, lines
 
 
 def print_end(store: Store, end: Any) -> int:

@@ -15,6 +15,11 @@ from sweeper.store.trial_record import (
     BASELINE_METRIC,
     FAIL_REASON_ATTR,
     INTERRUPTED_ATTR,
+    PAPER_POINT_ATTR,
+    RACE_STOP_ATTR,
+    SAMPLER_ATTR,
+    SHARE_ATTR,
+    WARM_START_ATTR,
     best_trial,
     counts_toward_budget,
     final_metrics,
@@ -38,6 +43,34 @@ class StudySummary:
     common_failure: tuple[str, int] | None = None  # the most common failure reason, and how often
     steps: int = 0  # training steps of the trials that count toward the budget
     seconds: float = 0.0  # and their training time
+    sampler: str | None = None
+    paper_points: list[PaperPointResult] = field(default_factory=list)
+    warm_started: int = 0  # trials copied from an earlier sweep (`launch --warm-start`)
+    share: int | None = None  # in a race: the trials this model may run
+    race_stopped: str | None = None  # in a race: why this model stopped
+
+
+@dataclass
+class PaperPointResult:
+    """A trial started from a paper's configuration, and where it ended."""
+
+    label: str
+    trial: int
+    state: str
+    value: float | None
+
+    def versus(self, best: float | None, mode: str) -> str:
+        """The paper's point beside the search's best, as a line of the summary."""
+        if self.value is None:
+            return f"the paper's point ({self.label}) is trial {self.trial}: {self.state.lower()}"
+        line = f"the paper's point ({self.label}) reached {self.value:.5g} at trial {self.trial}"
+        if best is None or best == self.value:
+            return line + "; the search found nothing better"
+        better = best < self.value if mode == "min" else best > self.value
+        return line + (
+            f"; the search's best {best:.5g} is {abs(best - self.value) / abs(self.value):.0%} "
+            f"{'better' if better else 'worse'}"
+        )
 
 
 def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
@@ -47,7 +80,11 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         trials = study.get_trials(deepcopy=False)
-        counts = Counter(t.state.name for t in trials if INTERRUPTED_ATTR not in t.user_attrs)
+        counts = Counter(
+            t.state.name
+            for t in trials
+            if INTERRUPTED_ATTR not in t.user_attrs and WARM_START_ATTR not in t.user_attrs
+        )
         counted = [t for t in trials if counts_toward_budget(t)]
         failures = [t.user_attrs[FAIL_REASON_ATTR] for t in trials if FAIL_REASON_ATTR in t.user_attrs]
         summary = StudySummary(
@@ -61,6 +98,15 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             common_failure=Counter(failures).most_common(1)[0] if failures else None,
             steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
+            sampler=study.user_attrs.get(SAMPLER_ATTR),
+            warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
+            share=study.user_attrs.get(SHARE_ATTR),
+            race_stopped=(study.user_attrs.get(RACE_STOP_ATTR) or {}).get("reason"),
+            paper_points=[
+                PaperPointResult(t.user_attrs[PAPER_POINT_ATTR], t.number, t.state.name, t.value)
+                for t in trials
+                if PAPER_POINT_ATTR in t.user_attrs and INTERRUPTED_ATTR not in t.user_attrs
+            ],
         )
         best = best_trial(study)
         if best is not None:
@@ -107,9 +153,20 @@ def format_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
+def paper_point_lines(summary: StudySummary, mode: str) -> list[str]:
+    """Where the study started: the papers' points beside its best, the trials it reused."""
+    lines = [point.versus(summary.best_value, mode) for point in summary.paper_points]
+    if summary.warm_started:
+        lines.append(f"started from {summary.warm_started} trials of an earlier sweep (not counted here)")
+    if summary.race_stopped:
+        lines.append(summary.race_stopped)
+    return lines
+
+
 def render_markdown(
     record: SweepRecord,
     metric: str,
+    mode: str,
     summaries: list[StudySummary],
     weights: dict[str, dict[str, float] | str] | None = None,
 ) -> str:
@@ -127,6 +184,10 @@ def render_markdown(
                 count = "" if s.parameters is None else str(s.parameters)
                 lines.append(f"| {s.model} | {best} | {count} | {format_params(s.best_params)} |")
         lines.append("")
+        lines += [
+            f"- {s.model}: {line}" for s in summaries if s.task == task for line in paper_point_lines(s, mode)
+        ]
+        lines += [""] if any(s.paper_points for s in summaries if s.task == task) else []
     if weights is not None:
         lines += ["### parameter importances", "", "| model | importances |", "|---|---|"]
         for model, value in weights.items():

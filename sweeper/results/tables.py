@@ -44,7 +44,7 @@ def status_table(record: SweepRecord, summaries: list[StudySummary]) -> Table:
             str(s.counts["PRUNED"]),
             str(s.counts["FAIL"]) + (f" (+{s.interrupted} interrupted)" if s.interrupted else ""),
             str(s.counts["RUNNING"]),
-            str(budget.trials),
+            str(budget.trials if s.share is None else s.share) + (" (stopped)" if s.race_stopped else ""),
             f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
             f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
             "" if s.best_value is None else f"{s.best_value:.5g}",

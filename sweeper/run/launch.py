@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,17 @@ from typing import Any
 import optuna
 from sqlalchemy.engine import make_url
 
-from sweeper.run.policy import make_pruner, make_sampler, make_scheduler, reconcile, study_budget
+from sweeper.run.policy import (
+    make_pruner,
+    make_sampler,
+    make_scheduler,
+    reconcile,
+    requeue_paper_points,
+    sampler_text,
+    study_budget,
+)
 from sweeper.run.progress import ProgressDisplay
+from sweeper.run.race import Race
 from sweeper.run.runtime import (
     RunEnd,
     connect_ray,
@@ -38,10 +48,12 @@ from sweeper.store.credentials import redact, scrub
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
 from sweeper.store.locations import DEFAULT_HOME, resolve_tracking_uri
 from sweeper.store.states import SweepStatus
-from sweeper.store.trial_record import best_trial, parameter_count
+from sweeper.store.trial_record import PAPER_POINT_ATTR, SAMPLER_ATTR, best_trial, parameter_count
 
 log = logging.getLogger(__name__)
 
+# Per model, the labelled parameters its study asks for first (`sweeper.papers.points`).
+FirstTrials = Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
 STORED_SPEC_GPUS = "a sweep's stored spec does not change; run it where Ray has GPUs"
 
 
@@ -91,7 +103,11 @@ def connect(where: Where, specs: list[SweepSpec], override: str) -> None:
 
 
 def register(
-    spec: SweepSpec, where: Where, profile: str | None, launched: list[SweepSpec]
+    spec: SweepSpec,
+    where: Where,
+    profile: str | None,
+    launched: list[SweepSpec],
+    first_trials: FirstTrials | None = None,
 ) -> tuple[Store, SweepRecord]:
     """Reach the database and Ray, in the order that refuses a bad setup before anything is
     written, then register the sweep. SQLite: Ray first, so a multi-node cluster is refused before
@@ -104,7 +120,9 @@ def register(
     else:
         store = Store(where.storage_url)
         connect(where, launched, NO_GPUS_OVERRIDE)
-    return store, create_sweep(spec, store, where.tracking_uri, profile, where.address, where.home)
+    return store, create_sweep(
+        spec, store, where.tracking_uri, profile, where.address, where.home, first_trials
+    )
 
 
 def create_sweep(
@@ -114,8 +132,10 @@ def create_sweep(
     profile: str | None,
     address: str | None,
     home: Path = DEFAULT_HOME,
+    first_trials: FirstTrials | None = None,
 ) -> SweepRecord:
-    """Register the sweep, its studies and its MLflow experiment and parent runs."""
+    """Register the sweep, its studies and its MLflow experiment and parent runs. `first_trials`
+    are each model's labelled parameters (the papers' points) that its study asks for first."""
     name = store.next_sweep_name(spec.name)
     objective = spec.resolved_objective()
     quiet_environment(verbose=False)
@@ -152,6 +172,8 @@ def create_sweep(
         ):  # experimental in Optuna, and what names the objective in its dashboard
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names([objective.metric])
+        for label, params in (first_trials or {}).get(model, ()):
+            study.enqueue_trial(params, user_attrs={PAPER_POINT_ATTR: label}, skip_if_exists=True)
         parent = None
         if tracker is not None and experiment_id is not None:
             parent = tracker.call(
@@ -180,7 +202,10 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
         study = optuna.load_study(
             study_name=study_record.study_name, storage=store.optuna, pruner=make_pruner(spec)
         )
+        requeue_paper_points(study)
         study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)))
+        study.set_user_attr(SAMPLER_ATTR, sampler_text(study.sampler))
+        log.info("study %s samples with %s", study_record.study_name, sampler_text(study.sampler))
         plans.append(
             StudyPlan(
                 study,
@@ -192,6 +217,9 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
             )
         )
     searcher = MultiStudySearcher(spec, plans, tracker, record.mlflow_experiment_id)
+    if spec.budget.allocate == "race":
+        rung = spec.budget.race_rung or max(2, spec.budget.trials // 4)
+        searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
 
     remaining_time = None if spec.budget.time is None else spec.budget.time - record.elapsed_s
     if remaining_time is not None and remaining_time <= 0:

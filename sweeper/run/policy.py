@@ -4,6 +4,7 @@ a study left by a stopped driver is repaired before it runs again.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import optuna
@@ -14,7 +15,7 @@ from sweeper.spec.space import grid_of, grid_size
 from sweeper.spec.sweep import SweepSpec
 from sweeper.spec.values import IntRange
 from sweeper.store.database import Store, SweepRecord
-from sweeper.store.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR
+from sweeper.store.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR, PAPER_POINT_ATTR
 from trainables.hyperparams import TRAINING
 
 
@@ -44,16 +45,52 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
 
 def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.BaseSampler:
     """Seeded from the spec, shifted by the trials already asked so a resume does not replay draws;
-    a study whose searched values are grids walks its grid."""
+    a study whose searched values are grids walks its grid.
+
+    TPE models the searched values jointly (`multivariate`), split into the groups that appear
+    together (`group`): a model's space is conditional (ρ bounded by the hidden size drawn, Neumann
+    settings only for NC-GRU), and independent TPE ignores how its values interact. `gp` is Optuna's
+    Gaussian-process sampler, for studies of a few dozen trials."""
     seed = (spec.sampler.seed if spec.sampler.seed is not None else spec.seed) + offset
     grid = grid_of(spec.space(model))
     if grid is not None:
         return AskTellGridSampler(grid, seed=seed)
     if spec.sampler.name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    if spec.sampler.name == "cmaes":
-        return optuna.samplers.CmaEsSampler(seed=seed)
-    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    with warnings.catch_warnings():  # Optuna marks these options experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if spec.sampler.name == "cmaes":
+            return optuna.samplers.CmaEsSampler(seed=seed)
+        if spec.sampler.name == "gp":
+            return optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True)
+
+
+def sampler_text(sampler: optuna.samplers.BaseSampler) -> str:
+    """How a study samples, as its `sampler` attribute and the launch log say it."""
+    name = type(sampler).__name__
+    if isinstance(sampler, optuna.samplers.TPESampler):
+        return f"{name}(multivariate, group, constant_liar)"
+    return name
+
+
+def requeue_paper_points(study: optuna.Study) -> int:
+    """Ask again for the papers' points that a stopped driver cut short (interrupted trials are
+    rerun by `resume`, and these must be rerun with their own values); returns how many."""
+    trials = study.get_trials(deepcopy=False)
+    ran = {
+        t.user_attrs[PAPER_POINT_ATTR]
+        for t in trials
+        if PAPER_POINT_ATTR in t.user_attrs and INTERRUPTED_ATTR not in t.user_attrs
+    }
+    requeued = 0
+    for trial in trials:
+        label = trial.user_attrs.get(PAPER_POINT_ATTR)
+        if label is not None and label not in ran:
+            study.enqueue_trial(trial.params, user_attrs={PAPER_POINT_ATTR: label})
+            ran.add(label)
+            requeued += 1
+    return requeued
 
 
 def study_budget(spec: SweepSpec, model: str) -> int:

@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 from ray.tune.result import AUTO_RESULT_KEYS
 from ray.tune.search import Searcher
 
+from sweeper.run.race import Race
 from sweeper.run.tracking import RunRef, Tracker, TrialWriter
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import SweepSpec, trial_config
@@ -38,6 +39,7 @@ from sweeper.store.trial_record import (
     FINISHED_STATES,
     INTERRUPTED_ATTR,
     MLFLOW_RUN_ATTR,
+    PAPER_POINT_ATTR,
     SEED_ATTR,
     counts_toward_budget,
     run_params,
@@ -49,6 +51,11 @@ from trainables.hyperparams import TRAINING
 RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
 RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
 log = logging.getLogger(__name__)
+
+
+def paper_tag(attrs: dict[str, Any]) -> dict[str, str]:
+    """The MLflow tag of a trial that starts from a paper's configuration."""
+    return {"sweeper.paper_point": attrs[PAPER_POINT_ATTR]} if PAPER_POINT_ATTR in attrs else {}
 
 
 def database_guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -242,6 +249,7 @@ class MultiStudySearcher(ResultRecorder):
         super().__init__(spec, tracker)
         self.plans = plans
         self.experiment_id = experiment_id
+        self.race: Race | None = None  # set once the plans hold what the studies have done
         self._live: dict[str, LiveTrial] = {}
         for plan in plans:
             for frozen in plan.study.get_trials(deepcopy=False, states=FINISHED_STATES):
@@ -282,6 +290,7 @@ class MultiStudySearcher(ResultRecorder):
                 plan.model,
                 trial.number,
                 run_params(config),
+                extra_tags=paper_tag(trial.user_attrs),
             )
         self._live[trial_id] = LiveTrial(plan, trial, self.new_progress(config, run))
         plan.running += 1
@@ -364,6 +373,8 @@ class MultiStudySearcher(ResultRecorder):
             plan.steps += live.progress.last_step
             plan.seconds += live.progress.seconds
         plan.best = self.better(plan.best, value)
+        if self.race is not None and outcome != TrialEnd.INTERRUPTED:
+            self.race.update()
         if self.tracker is not None:
             self.tracker.finish_trial(live.progress.run, state.name, value, reason)
 

@@ -63,8 +63,11 @@ class Named(Strict):
 
 
 class Sampler(Named):
-    name: Literal["tpe", "random", "cmaes"] = "tpe"
+    """tpe (multivariate, grouped), gp (Gaussian process), random or cmaes; papers' points first."""
+
+    name: Literal["tpe", "gp", "random", "cmaes"] = "tpe"
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
+    paper_points: bool = Field(True, description="start from the papers' published configurations")
 
 
 class Scheduler(Named):
@@ -87,6 +90,8 @@ class Budget(Strict):
     retries: int = Field(
         2, ge=0, le=100, description="restarts of a trial whose worker died, from its checkpoint"
     )
+    allocate: Literal["equal", "race"] = Field("equal", description="race: successive halving across models")
+    race_rung: int | None = Field(None, ge=1, le=1_000_000, description="first rung's trials per model")
 
     @field_validator("time", "trial_time", "study_time", mode="before")
     @classmethod

@@ -20,6 +20,11 @@ FINAL_METRICS_ATTR = "final_metrics"
 FAIL_REASON_ATTR = "fail_reason"
 INTERRUPTED_ATTR = "sweeper_interrupted"
 MLFLOW_RUN_ATTR = "mlflow_run_id"
+SAMPLER_ATTR = "sampler"  # a study's: how it draws its trials (`run.policy.sampler_text`)
+RACE_STOP_ATTR = "race_stopped"  # a study's, once a race stopped it: {"cut": k, "reason": "..."}
+SHARE_ATTR = "budget_share"  # a study's, in a race: the trials it may run now
+WARM_START_ATTR = "warm_start"  # a trial copied from an earlier sweep, e.g. "denoise-1 trial 7"
+PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts from, e.g. "ncgru Table 2, gru"
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
 BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
@@ -31,8 +36,10 @@ def trial_seed(spec_seed: int, number: int) -> int:
 
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
-    """Finished, and not cut by a stop (an interrupted trial is run again by `resume`)."""
-    return trial.state in FINISHED_STATES and INTERRUPTED_ATTR not in trial.user_attrs
+    """Finished here, and not cut by a stop (an interrupted trial is run again by `resume`); a
+    trial copied from an earlier sweep informs the sampler and spends nothing."""
+    attrs = trial.user_attrs
+    return trial.state in FINISHED_STATES and INTERRUPTED_ATTR not in attrs and WARM_START_ATTR not in attrs
 
 
 def steps_trained(trial: FrozenTrial) -> int:
@@ -51,11 +58,17 @@ def parameter_count(trial: FrozenTrial) -> int | None:
 
 
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The study's best complete trial, or None before one completed."""
-    try:
-        return study.best_trial
-    except ValueError:
+    """The study's best complete trial of its own sweep (not one copied from an earlier sweep),
+    or None before one completed."""
+    own = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if WARM_START_ATTR not in t.user_attrs and t.value is not None
+    ]
+    if not own:
         return None
+    pick = min if study.direction == optuna.study.StudyDirection.MINIMIZE else max
+    return pick(own, key=lambda t: t.value)
 
 
 def run_params(config: dict[str, Any]) -> dict[str, Any]:

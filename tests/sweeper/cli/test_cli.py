@@ -379,3 +379,17 @@ def test_a_diverging_run_is_one_line_and_a_failure(runner):
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "the run stopped: loss" in errors[0] and "gradient norm inf" in errors[0]
     assert "Traceback" not in result.output
+
+
+def test_launch_prints_each_start_and_the_spec_can_turn_them_off() -> None:
+    from sweeper.cli.sweeps import first_points
+    from tests.sweeper.papers.test_points import spec_of
+
+    first, lines = first_points(spec_of())
+    assert first["gru"] == [
+        ("ncgru Table 2, gru, T=200", {"hidden_size": 100, "lr": 0.001, "optimizer": "adam"})
+    ]
+    assert "  gru starts from ncgru Table 2, gru, T=200: hidden_size=100, lr=0.001, optimizer=adam" in lines
+    off = spec_of()
+    off = off.model_copy(update={"sampler": off.sampler.model_copy(update={"paper_points": False})})
+    assert first_points(off) == ({}, [])

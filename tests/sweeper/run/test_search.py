@@ -21,7 +21,7 @@ class RecordingTracker:
     def __init__(self):
         self.started, self.metrics, self.finished = [], [], []
 
-    def start_trial(self, experiment_id, parent, study, task, model, number, params):
+    def start_trial(self, experiment_id, parent, study, task, model, number, params, extra_tags=None):
         self.started.append((study, number, params))
         return f"run-{study}-{number}"
 
@@ -113,10 +113,10 @@ def test_mlflow_writes_run_on_their_own_thread_in_order_while_the_search_goes_on
     gate = threading.Event()
 
     class GatedTracker(RecordingTracker):
-        def start_trial(self, *args):
+        def start_trial(self, *args, **kwargs):
             assert gate.wait(30), "the test never opened the gate"
             self.thread = threading.current_thread()
-            return super().start_trial(*args)
+            return super().start_trial(*args, **kwargs)
 
     searcher, plans, tracker = make(tracker=GatedTracker())
     config = searcher.suggest("a")  # returns while MLflow has not created the run yet
@@ -135,7 +135,7 @@ def test_mlflow_writes_run_on_their_own_thread_in_order_while_the_search_goes_on
 
 def test_a_tracker_that_raises_costs_no_trial_and_leaves_no_run_id():
     class BrokenTracker(RecordingTracker):
-        def start_trial(self, *args):
+        def start_trial(self, *args, **kwargs):
             raise RuntimeError("tracking bug")
 
     searcher, plans, tracker = make(tracker=BrokenTracker())

@@ -89,7 +89,7 @@ def test_shipped_configs_validate_with_every_profile(path):
         (lambda s: s["budget"].update(time="soon"), "budget.time", "duration"),
         (lambda s: s["budget"].update(trials=10**30), "budget.trials", "less than or equal"),
         (lambda s: s.update(resources={"cpus": 0}), "resources.cpus", "greater than 0"),
-        (lambda s: s.update(sampler="grid"), "sampler.name", "'tpe', 'random' or 'cmaes'"),
+        (lambda s: s.update(sampler="grid"), "sampler.name", "'tpe', 'gp', 'random' or 'cmaes'"),
         (
             lambda s: s.update(sampler="cmaes", params={**s["params"], "optimizer": {"choice": ["adam"]}}),
             "sampler.name",
