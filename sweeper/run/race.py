@@ -31,6 +31,9 @@ class Raced(Protocol):
     @property
     def done(self) -> int: ...
 
+    @property
+    def remaining(self) -> int: ...
+
 
 class Race:
     def __init__(self, plans: list[Raced], trials: int, rung: int, mode: str) -> None:
@@ -52,7 +55,7 @@ class Race:
         alive = self.alive()
         if self.final or len(alive) < 2:
             return
-        if any(p.done < p.budget or p.running for p in alive):
+        if any(p.running or p.remaining > 0 for p in alive):  # a plan out of steps or time has run its rung
             return
         ranked = sorted(alive, key=self._rank)
         keep = math.ceil(len(ranked) / 2)
