@@ -3,8 +3,9 @@
 Where `trainables/reference/results.yaml` holds a run of the sweep's task and model, its values
 (the row's settings in our names, with its table's readings) are mapped into the study's space:
 each searched value the paper gives is fixed for that trial, the rest are drawn as usual. A point
-whose value lies outside the searched range, or whose task settings differ from the sweep's, is
-skipped with the reason. A sweep then never ends worse than the paper's setting trained here,
+whose value lies outside the searched range, or whose stated task settings differ from the
+sweep's, is skipped with the reason; only the sequence length may differ, where the papers ran
+none at the sweep's. A sweep then never ends worse than the paper's setting trained here,
 and its summary says by how much the search beat it.
 """
 
@@ -32,31 +33,63 @@ class PaperPoint:
 
 def paper_points(spec: SweepSpec, model: str) -> tuple[list[PaperPoint], list[str]]:
     """The distinct published configurations of `model` on the sweep's task that fit its study's
-    space, and why each other one was skipped."""
-    points: dict[tuple, PaperPoint] = {}
-    skipped: list[str] = []
+    space, and why each other one was skipped. Runs at the sweep's stated task settings come
+    first; where the papers ran none, those at the sequence length nearest the sweep's stand in
+    (a paper's learning rate and size are its best guess for the task, whatever T)."""
     space = spec.space(model)
     if any(isinstance(value, Grid) for value in space.values()):
         return [], ["the study walks a grid"]
     task_settings = TASKS.get(spec.task.name).settings.model_validate(dict(spec.task.settings)).model_dump()
-    for table in all_tables():
-        if table.task != spec.task.name or table.not_runnable is not None:
+    rows = [
+        (table, ref)
+        for table in all_tables()
+        if table.task == spec.task.name and table.not_runnable is None
+        for ref in table_rows(table)
+        if ref.model == model
+    ]
+    points, skipped, other_length = _points(rows, task_settings, space, spec, model, same_length=True)
+    if not points and other_length:
+        sweep_length = task_settings.get("T", 0)
+        nearest = min(abs(ref.settings["T"] - sweep_length) for _, ref in other_length)
+        closest = [
+            (table, ref) for table, ref in other_length if abs(ref.settings["T"] - sweep_length) == nearest
+        ]
+        points, more, _ = _points(closest, task_settings, space, spec, model, same_length=False)
+        skipped += more
+    return points, list(dict.fromkeys(skipped))
+
+
+def _points(
+    rows: list[tuple[Any, Any]],
+    task_settings: dict[str, Any],
+    space: dict[str, Any],
+    spec: SweepSpec,
+    model: str,
+    same_length: bool,
+) -> tuple[list[PaperPoint], list[str], list[tuple[Any, Any]]]:
+    """The rows' distinct points, the reasons of the rows skipped, and the rows that differ from
+    the sweep only in their sequence length."""
+    points: dict[tuple, PaperPoint] = {}
+    skipped: list[str] = []
+    other_length = []
+    for table, ref in rows:
+        length = f", T={ref.settings['T']}" if "T" in ref.settings else ""
+        label = f"{table.paper} {table.table}, {row_label(ref)}{length}"
+        try:
+            values = row_params(table, ref)
+            if "T" in ref.settings and same_length and values.get("task.T") != task_settings.get("T"):
+                other_length.append((table, ref))
+                raise ValueError(
+                    f"the paper's T={values.get('task.T')}, the sweep's {task_settings.get('T')}"
+                )
+            params = _mapped(values, ref.settings, task_settings, space, spec, model)
+        except ValueError as exc:
+            skipped.append(f"{label}: {exc}")
             continue
-        for ref in table_rows(table):
-            if ref.model != model:
-                continue
-            length = f", T={ref.settings['T']}" if "T" in ref.settings else ""
-            label = f"{table.paper} {table.table}, {row_label(ref)}{length}"
-            try:
-                values = row_params(table, ref)
-                params = _mapped(values, ref.settings, task_settings, space, spec, model)
-            except ValueError as exc:
-                skipped.append(f"{label}: {exc}")
-                continue
-            key = tuple(sorted(params.items()))
-            if key not in points:
-                points[key] = PaperPoint(label, params)
-    return list(points.values()), list(dict.fromkeys(skipped))
+        key = tuple(sorted(params.items()))
+        if key not in points:
+            points[key] = PaperPoint(label, params)
+    return list(points.values()), skipped, other_length
 
 
 def _mapped(
@@ -70,7 +103,9 @@ def _mapped(
     """The row's values as the study's parameters; ValueError says why they do not fit."""
     for paper_name, ours in PAPER_SETTINGS.items():
         name = ours.removeprefix("task.")
-        stated_here = ours.startswith("task.") and paper_name in stated and name in task_settings
+        stated_here = (
+            ours.startswith("task.") and ours != "task.T" and paper_name in stated and name in task_settings
+        )
         if stated_here and values.get(ours) != task_settings[name]:
             raise ValueError(f"the paper's {name}={values.get(ours)}, the sweep's {task_settings[name]}")
     params: dict[str, Any] = {}

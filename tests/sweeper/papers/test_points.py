@@ -44,10 +44,21 @@ def test_the_papers_searched_values_become_the_first_trial() -> None:
 def test_a_point_outside_the_space_or_at_another_length_is_skipped_with_the_reason() -> None:
     points, skipped = paper_points(spec_of(lr={"float": [1e-2, 3e-2]}), "gru")
     assert points == [] and any("lr=0.001 lies outside the sweep's range [0.01, 0.03]" in s for s in skipped)
-    points, skipped = paper_points(spec_of(T=100), "gru")
-    assert points == [] and "ncgru Table 2, gru, T=200: the paper's T=200, the sweep's 100" in skipped
+    narrow_lr = spec_of(T=100, lr={"float": [1e-2, 3e-2]})
+    points, skipped = paper_points(narrow_lr, "gru")
+    assert (
+        points == []
+        and "ncgru Table 2, gru, T=200: lr=0.001 lies outside the sweep's range [0.01, 0.03]" in skipped
+    )
     narrow = paper_points(spec_of(hidden_size={"int": [8, 32]}), "scornn")[1]
     assert any("hidden_size=200 lies outside" in s for s in narrow)
+
+
+def test_where_the_papers_ran_another_length_the_nearest_stands_in() -> None:
+    points, skipped = paper_points(spec_of(T=100), "gru")  # the papers ran denoise at T = 200 and 400
+    assert [(p.label, p.params["hidden_size"]) for p in points] == [("ncgru Table 2, gru, T=200", 100)]
+    assert "ncgru Table 2, gru, T=400: the paper's T=400, the sweep's 100" in skipped
+    assert [p.label for p in paper_points(spec_of(T=350), "gru")[0]] == ["ncgru Table 2, gru, T=400"]
 
 
 def test_no_point_where_the_papers_hold_none_or_the_study_walks_a_grid() -> None:
