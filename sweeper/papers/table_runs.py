@@ -154,24 +154,22 @@ def plan(
 def _counts(entry: PublishedTable, built: dict[int, tuple[Reference, dict[str, Any]]]) -> dict[int, Count]:
     """Each row's parameter count and target, among the rows of its task settings (its sweep)
     at the paper's sizes; a model's repeated rows (its validation and test numbers) count once."""
+    keys = {
+        i: (ref.model, tuple(sorted(full.items())), ref.settings.get(STATED))
+        for i, (ref, full) in built.items()
+    }
+    first = {key: i for i, key in reversed(keys.items())}
     groups: dict[tuple, dict[int, tuple[str, dict[str, Any], int | None]]] = {}
-    first: dict[tuple, int] = {}
-    for index, (ref, full) in built.items():
+    for index in first.values():
+        ref, full = built[index]
         shared = tuple(
             sorted((k, v) for k, v in full.items() if k.startswith("task.") and k not in PER_ROW_TASK)
         )
-        key = (ref.model, tuple(sorted(full.items())), ref.settings.get(STATED))
-        if key not in first:
-            first[key] = index
-            groups.setdefault(shared, {})[index] = ref.model, full, ref.settings.get(STATED)
+        groups.setdefault(shared, {})[index] = ref.model, full, ref.settings.get(STATED)
     counted: dict[int, Count] = {}
     for group in groups.values():
         counted.update(counts(entry.task, group))
-    for index, (ref, full) in built.items():
-        counted.setdefault(
-            index, counted[first[(ref.model, tuple(sorted(full.items())), ref.settings.get(STATED))]]
-        )
-    return counted
+    return {index: counted[first[key]] for index, key in keys.items()}
 
 
 def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
