@@ -41,9 +41,9 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
     """Each model's best objective, hyperparameters and parameter count, best first, per task."""
     from sweeper.results.summaries import (
         importances,
-        paper_point_lines,
         render_json,
         render_markdown,
+        search_notes,
         sorted_best_first,
         study_summaries,
     )
@@ -62,7 +62,7 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
         for table in summary_tables(record, summaries):
             console.print(table)
         for summary in summaries:
-            for line in paper_point_lines(summary, objective.mode):
+            for line in search_notes(summary, objective.mode):
                 click.echo(f"{summary.model}: {line}")
         if weights is not None:
             console.print(importance_table(weights))

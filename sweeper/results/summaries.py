@@ -153,8 +153,9 @@ def format_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-def paper_point_lines(summary: StudySummary, mode: str) -> list[str]:
-    """Where the study started: the papers' points beside its best, the trials it reused."""
+def search_notes(summary: StudySummary, mode: str) -> list[str]:
+    """How the study searched: the papers' points beside its best, the trials it reused, why a race
+    stopped it."""
     lines = [point.versus(summary.best_value, mode) for point in summary.paper_points]
     if summary.warm_started:
         lines.append(f"started from {summary.warm_started} trials of an earlier sweep (not counted here)")
@@ -184,10 +185,10 @@ def render_markdown(
                 count = "" if s.parameters is None else str(s.parameters)
                 lines.append(f"| {s.model} | {best} | {count} | {format_params(s.best_params)} |")
         lines.append("")
-        lines += [
-            f"- {s.model}: {line}" for s in summaries if s.task == task for line in paper_point_lines(s, mode)
+        notes = [
+            f"- {s.model}: {line}" for s in summaries if s.task == task for line in search_notes(s, mode)
         ]
-        lines += [""] if any(s.paper_points for s in summaries if s.task == task) else []
+        lines += [*notes, ""] if notes else []
     if weights is not None:
         lines += ["### parameter importances", "", "| model | importances |", "|---|---|"]
         for model, value in weights.items():

@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from sweeper.results.summaries import paper_point_lines, study_summaries
+from sweeper.results.summaries import search_notes, study_summaries
 from sweeper.run.launch import create_sweep
 from sweeper.run.policy import make_sampler, requeue_paper_points, sampler_text
 from sweeper.run.search import MultiStudySearcher, StudyPlan, paper_tag
@@ -57,7 +57,7 @@ def test_the_papers_point_is_the_first_trial_and_is_marked(tmp_path: Path) -> No
     record = store.get_sweep("tiny-1")
     [summary] = study_summaries(store, record)
     assert [(p.label, p.trial, p.value) for p in summary.paper_points] == [(POINT[0], 0, 0.5)]
-    assert paper_point_lines(summary, "min") == [
+    assert search_notes(summary, "min") == [
         f"the paper's point ({POINT[0]}) reached 0.5 at trial 0; the search's best 0.4 is 20% better"
     ]
     store.dispose()

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeper.cli import main
-from sweeper.results.summaries import paper_point_lines, study_summaries
+from sweeper.results.summaries import search_notes, study_summaries
 from sweeper.run.launch import create_sweep
 from sweeper.run.search import MultiStudySearcher, StudyPlan
 from sweeper.run.warm_start import WarmStart, warm_start
@@ -68,9 +68,7 @@ def test_the_trials_that_fit_are_copied_and_spend_nothing(tmp_path: Path) -> Non
     assert plan.remaining == 4  # the copied trial spends none of the new budget
     [summary] = study_summaries(store, store.get_sweep(record.name))
     assert summary.warm_started == 1 and summary.counts["COMPLETE"] == 0 and summary.best_value is None
-    assert paper_point_lines(summary, "min") == [
-        "started from 1 trials of an earlier sweep (not counted here)"
-    ]
+    assert search_notes(summary, "min") == ["started from 1 trials of an earlier sweep (not counted here)"]
     store.dispose()
 
 
