@@ -1,87 +1,357 @@
-"""Sweep quality: TPE + asynchronous successive halving against random search without pruning.
+"""Sweep quality on the service's question: which of GORU, scoRNN, NC-GRU and GRU wins copying and
+denoise, and how many training iterations each search strategy spends to find out.
 
-Both strategies get the same total number of training iterations per sampler seed, on a cheap
-task (adding, T = 50, with GRU); every trial runs `trainables.train.train`, the function sweeps
-run. Asynchronous successive halving is Optuna's `SuccessiveHalvingPruner`, the algorithm Ray
-Tune's ASHA implements, so the comparison runs in one process and measures the search itself,
-not Ray's overheads (benchmarks/overhead.py measures those). Prints, per strategy, the median
-best objective over seeds and the median training iterations spent before the target was first
-reached, and their ratio.
+Every strategy runs the service's own search, one trial at a time in this process: the studies
+`create_sweep` registers (with the papers' points when the strategy takes them), the searcher
+`study_searcher` builds (sampler, pruner, race), `warm_start`, and the per-model ASHA of
+`make_scheduler`, around `trainables.train.train`, the function every trial runs. It measures the
+search, not Ray (overhead.py measures Ray). Strategies:
 
-    python benchmarks/search.py --quick
+    random     random search without pruning: the baseline
+    old        independent TPE with ASHA, the default before the papers' points and the race
+    +points    old, each study first trying the papers' published configurations
+    +tpe       old with multivariate, grouped TPE
+    +gp        old with Optuna's Gaussian-process sampler
+    +warm      old, warm-started from the random sweep of the next seed (same task; what it reuses
+               is not counted)
+    +race      old with `budget.allocate: race`
+    default    what a spec gets now: multivariate TPE, the papers' points, ASHA
+    all        default with the warm start and the race
+
+For each task and strategy it prints the median over seeds of the iterations each model's study
+trained until one of its reports first reached the target (the task's memoryless baseline x
+--target), the iterations the sweep trained until it named the final winner (the model whose best
+complete trial is lowest; named once it leads to the end), each as a ratio to random's, and in how
+many seeds the sweep named the right winner: the model with the lowest complete trial of any
+strategy and seed. Every report of every trial is written with the settings to --out.
+
+    python benchmarks/search.py --out benchmarks/results/search.json          # hours on a GPU node
+    python benchmarks/search.py --quick --strategies random old +points +warm +race default all
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import multiprocessing
 import statistics
-from dataclasses import dataclass
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import optuna
 import torch
+from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import Searcher
 
+from sweeper.cli.sweeps import first_points
+from sweeper.run.launch import create_sweep, study_searcher
+from sweeper.run.policy import make_scheduler
+from sweeper.run.warm_start import warm_start
+from sweeper.spec.loading import parse_spec
+from sweeper.spec.sweep import SweepSpec
+from sweeper.store.database import Store, SweepRecord
+from trainables.registry import TASKS
 from trainables.train import train
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
+MODELS = ("gru", "goru", "scornn", "ncgru")
+TASK_NAMES = ("copying", "denoise")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    sampler: str  # the spec's sampler; "old" is independent TPE, set on the studies
+    scheduler: str = "asha"
+    paper_points: bool = False
+    warm: bool = False
+    race: bool = False
+
+
+STRATEGIES = {
+    "random": Strategy("random", scheduler="none"),
+    "old": Strategy("old"),
+    "+points": Strategy("old", paper_points=True),
+    "+tpe": Strategy("tpe"),
+    "+gp": Strategy("gp"),
+    "+warm": Strategy("old", warm=True),
+    "+race": Strategy("old", race=True),
+    "default": Strategy("tpe", paper_points=True),
+    "all": Strategy("tpe", paper_points=True, warm=True, race=True),
+}
 
 
 @dataclass
-class Outcome:
-    best: float
-    iterations_to_target: float  # inf when the target was never reached
+class Report:
+    sweep_iterations: int  # trained by the whole sweep so far
+    model: str
+    model_iterations: int  # trained by this model's study so far
+    value: float
+    complete: bool = False  # the last report of a trial that ran to the end: the study's value
 
 
-def objective_factory(
-    iterations: int, eval_every: int, T: int, spent: list[int], trace: list[tuple[int, float]]
-):
-    def objective(trial: optuna.Trial) -> float:
-        config = {
-            "task": "adding",
-            "model": "gru",
-            "task_settings": {"T": T, "valid_size": 256},
-            "hidden_size": trial.suggest_int("hidden_size", 8, 64, log=True),
-            "lr": trial.suggest_float("lr", 1e-4, 1e-1, log=True),
-            "optimizer": trial.suggest_categorical("optimizer", ["adam", "rmsprop"]),
-            "batch_size": 32,
-            "iterations": iterations,
-            "eval_every": eval_every,
-            "seed": trial.number,
-        }
-        best = math.inf
+@dataclass
+class Sweep:
+    task: str
+    strategy: str
+    seed: int
+    reports: list[Report] = field(default_factory=list)
+    paper_points: int = 0
+    reused: int = 0
+    race_stops: dict[str, str] = field(default_factory=dict)
 
-        def report(step: int, metrics: dict[str, float]) -> None:
-            nonlocal best
-            spent[0] += eval_every
-            best = min(best, metrics["valid_loss"])
-            trace.append((spent[0], best))
-            trial.report(metrics["valid_loss"], step)
-            if trial.should_prune():
-                raise optuna.TrialPruned
 
+class _Stopped(Exception):
+    """ASHA stopped the trial."""
+
+
+@dataclass(frozen=True)
+class _TuneTrial:
+    trial_id: str
+    config: dict[str, Any]
+
+
+def sweep_spec(task: str, strategy: Strategy, seed: int, args: argparse.Namespace) -> SweepSpec:
+    """The benchmark's sweep: every model at one hidden size that trains on a CPU core, its
+    training and orthogonal settings searched over ranges that hold both papers' values."""
+    raw = {
+        "name": f"search-{task}",
+        "task": {"name": task, "settings": {"T": args.T, "valid_size": args.valid_size}},
+        "models": list(MODELS),
+        "params": {
+            "iterations": args.iterations,
+            "eval_every": args.eval_every,
+            "batch_size": args.batch_size,
+            "hidden_size": args.hidden,
+            "lr": {"float": [1e-4, 3e-2], "log": True},
+            "optimizer": {"choice": ["adam", "rmsprop_tf"]},
+            "orth_lr": {"float": [1e-5, 1e-2], "log": True},
+            "orth_optimizer": {"choice": ["adam", "rmsprop_tf"]},
+        },
+        "per_model": {
+            "scornn": {"rho": {"fraction": [0.0, 1.0]}},
+            "ncgru": {
+                "rho": {"fraction": [0.1, 1.0]},
+                "orthogonal": {"choice": ["c", "rc"]},
+                "neumann_order": {"choice": [0, 1, 2, 3]},
+                "reset_interval": {"int": [10, 100], "log": True},
+            },
+        },
+        "sampler": {
+            "name": "tpe" if strategy.sampler == "old" else strategy.sampler,
+            "seed": seed,
+            "paper_points": strategy.paper_points,
+        },
+        "scheduler": {"name": strategy.scheduler, "grace_period": args.eval_every, "reduction_factor": 3},
+        "budget": {"trials": args.trials, "allocate": "race" if strategy.race else "equal"},
+        "seed": seed,
+    }
+    return parse_spec(json.dumps(raw), f"benchmark {task}")
+
+
+def run_sweep(
+    store: Store, tracking_uri: str, home: Path, task: str, name: str, seed: int,
+    args: argparse.Namespace, earlier: SweepRecord | None,
+) -> tuple[Sweep, SweepRecord]:  # fmt: skip
+    strategy = STRATEGIES[name]
+    spec = sweep_spec(task, strategy, seed, args)
+    first, _ = first_points(spec)
+    record = create_sweep(spec, store, tracking_uri, None, None, home, first)
+    sweep = Sweep(task, name, seed, paper_points=sum(len(points) for points in first.values()))
+    if strategy.warm and earlier is not None:
+        sweep.reused = sum(started.reused for started in warm_start(store, record, earlier))
+    searcher = study_searcher(store, record, tracker=None)
+    if strategy.sampler == "old":
+        for offset, plan in enumerate(searcher.plans):
+            plan.study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
+    scheduler = make_scheduler(spec, searcher)
+    np.random.seed(seed)  # ASHA draws its bracket from numpy's global generator
+    metric = spec.resolved_objective().metric
+    trained = {model: 0 for model in MODELS}
+    number = 0
+    while (config := searcher.suggest(str(number))) not in (None, Searcher.FINISHED):
+        run_trial(searcher, scheduler, sweep, trained, metric, str(number), config)
+        number += 1
+    if searcher.race is not None:
+        sweep.race_stops = dict(searcher.race.stopped)
+    return sweep, record
+
+
+def run_trial(
+    searcher: Any, scheduler: Any, sweep: Sweep, trained: dict[str, int], metric: str,
+    trial_id: str, config: dict[str, Any],
+) -> None:  # fmt: skip
+    """One trial as Tune runs it: each report to the searcher and the study's ASHA, which may stop it."""
+    tune_trial = _TuneTrial(trial_id, config)
+    scheduler.on_trial_add(None, tune_trial)
+    model, last = config["model"], {}
+
+    def report(step: int, metrics: dict[str, float]) -> None:
+        nonlocal last
+        trained[model] += step - last.get("step", 0)
+        last = {**metrics, "step": step}
+        if math.isfinite(metrics[metric]):
+            sweep.reports.append(Report(sum(trained.values()), model, trained[model], metrics[metric]))
+        searcher.on_trial_result(trial_id, last)
+        if scheduler.on_trial_result(None, tune_trial, last) == TrialScheduler.STOP:
+            raise _Stopped
+
+    try:
         train(config, report)
-        return best
+    except _Stopped:
+        pass
+    except Exception as exc:  # the service records a trial's error as its failure
+        last = {"fail_reason": f"{type(exc).__name__}: {exc}"}
+    scheduler.on_trial_complete(None, tune_trial, last)
+    searcher.on_trial_complete(trial_id, last)
+    frozen = next(p for p in searcher.plans if p.model == model).study.trials[-1]
+    if frozen.state == optuna.trial.TrialState.COMPLETE:
+        sweep.reports.append(Report(sum(trained.values()), model, trained[model], frozen.value, True))
 
-    return objective
+
+def run_task(task: str, args: argparse.Namespace) -> list[Sweep]:
+    """Every strategy and seed of one task, in one store: the random sweeps first, for the warm
+    starts to reuse."""
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    sweeps: list[Sweep] = []
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        store = Store(f"sqlite:///{home / 'optuna.db'}")
+        tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
+        randoms: dict[int, SweepRecord] = {}
+        order = [("random", seed) for seed in range(args.seeds)] + [
+            (name, seed) for seed in range(args.seeds) for name in args.strategies if name != "random"
+        ]
+        for name, seed in order:
+            started = time.monotonic()
+            earlier = randoms.get((seed + 1) % args.seeds)
+            sweep, record = run_sweep(store, tracking_uri, home, task, name, seed, args, earlier)
+            if name == "random":
+                randoms[seed] = record
+            sweeps.append(sweep)
+            best = min((r.value for r in sweep.reports if r.complete), default=math.inf)
+            print(
+                f"{task} seed {seed} {name:>8}: {sweep.reports[-1].sweep_iterations if sweep.reports else 0}"
+                f" iterations, best complete {best:.4f}, {time.monotonic() - started:.0f} s",
+                flush=True,
+            )
+    return sweeps
 
 
-def run(
-    strategy: str, seed: int, budget: int, iterations: int, eval_every: int, T: int, target: float
-) -> Outcome:
-    if strategy == "tpe+asha":
-        sampler = optuna.samplers.TPESampler(seed=seed)
-        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=eval_every, reduction_factor=3)
-    else:
-        sampler = optuna.samplers.RandomSampler(seed=seed)
-        pruner = optuna.pruners.NopPruner()
-    study = optuna.create_study(sampler=sampler, pruner=pruner)
-    spent, trace = [0], []
-    objective = objective_factory(iterations, eval_every, T, spent, trace)
-    while spent[0] < budget:
-        study.optimize(objective, n_trials=1)
-    overall = min((value for _, value in trace), default=math.inf)
-    reached = next((when for when, value in trace if value <= target), math.inf)
-    return Outcome(overall, reached)
+def reached(sweep: Sweep, model: str, target: float) -> float:
+    """The iterations the model's study trained until a report first reached the target."""
+    return next(
+        (r.model_iterations for r in sweep.reports if r.model == model and r.value <= target), math.inf
+    )
+
+
+def leaders(sweep: Sweep) -> list[tuple[int, str]]:
+    """The model the sweep would name after each complete trial (its best complete trial lowest)."""
+    best: dict[str, float] = {}
+    named = []
+    for r in sweep.reports:
+        if r.complete and r.value < best.get(r.model, math.inf):
+            best[r.model] = r.value
+            named.append((r.sweep_iterations, min(best, key=best.__getitem__)))
+    return named
+
+
+def named_at(sweep: Sweep, winner: str) -> float:
+    """The sweep's iterations when it named `winner` for good; inf if it ended naming another."""
+    named = leaders(sweep)
+    if not named or named[-1][1] != winner:
+        return math.inf
+    since = len(named) - 1
+    while since > 0 and named[since - 1][1] == winner:
+        since -= 1
+    return named[since][0]
+
+
+def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
+    tasks: dict[str, Any] = {}
+    for task in args.tasks:
+        mine = [s for s in sweeps if s.task == task]
+        completes = [r for s in mine for r in s.reports if r.complete]
+        if not completes:
+            continue
+        baseline = TASKS.get(task).sized({"T": args.T}).baseline
+        target = baseline * args.target
+        winner = min(completes, key=lambda r: r.value).model
+        rows: dict[str, Any] = {}
+        for name in ["random", *[n for n in args.strategies if n != "random"]]:
+            runs = [s for s in mine if s.strategy == name]
+            to_target = {m: statistics.median(reached(s, m, target) for s in runs) for m in MODELS}
+            to_winner = statistics.median(named_at(s, winner) for s in runs)
+            rows[name] = {
+                "iterations_to_target": to_target,
+                "iterations_to_winner": to_winner,
+                "right_winner": sum(named_at(s, winner) < math.inf for s in runs),
+                "seeds": len(runs),
+                "iterations": statistics.median(s.reports[-1].sweep_iterations for s in runs if s.reports),
+                "paper_points": statistics.median(s.paper_points for s in runs),
+                "reused": statistics.median(s.reused for s in runs),
+            }
+        random = rows["random"]
+        for row in rows.values():
+            row["target_ratio"] = {
+                m: _ratio(row["iterations_to_target"][m], random["iterations_to_target"][m]) for m in MODELS
+            }
+            row["winner_ratio"] = _ratio(row["iterations_to_winner"], random["iterations_to_winner"])
+        tasks[task] = {"baseline": baseline, "target": target, "winner": winner, "strategies": rows}
+    return tasks
+
+
+def _ratio(value: float, baseline: float) -> float | None:
+    if not (math.isfinite(value) and math.isfinite(baseline)) or baseline == 0:
+        return None
+    return value / baseline
+
+
+def _shown(value: float | None, ratio: float | None = None) -> str:
+    if value is None or not math.isfinite(value):
+        return "never"
+    return f"{value:.0f}" + ("" if ratio is None else f" ({ratio:.2f}x)")
+
+
+def print_summary(tasks: dict[str, Any], args: argparse.Namespace) -> None:
+    for task, result in tasks.items():
+        print(
+            f"\n{task} T={args.T}: target {result['target']:.4f} (baseline {result['baseline']:.4f} x "
+            f"{args.target}); winner {result['winner']}; median over {args.seeds} seeds; "
+            "iterations (ratio to random)"
+        )
+        print(
+            f"{'strategy':>8}  {'spent':>6}  "
+            + "  ".join(f"{m:>14}" for m in MODELS)
+            + "  winner named  right"
+        )
+        for name, row in result["strategies"].items():
+            cells = "  ".join(
+                f"{_shown(row['iterations_to_target'][m], row['target_ratio'][m]):>14}" for m in MODELS
+            )
+            print(
+                f"{name:>8}  {row['iterations']:>6.0f}  {cells}  "
+                f"{_shown(row['iterations_to_winner'], row['winner_ratio']):>12}  "
+                f"{row['right_winner']}/{row['seeds']}"
+            )
+
+
+def _finite(value: Any) -> Any:
+    """JSON without infinities: a target never reached is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def main() -> None:
@@ -89,47 +359,45 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--quick", action="store_true", help="3 seeds, a small budget (a few minutes on 2 cores)"
+        "--quick",
+        action="store_true",
+        help="3 seeds, 6 trials of 600 iterations per model, target 0.9 (about an hour on 2 cores)",
     )
+    parser.add_argument("--tasks", nargs="+", choices=TASK_NAMES, default=list(TASK_NAMES))
+    parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES))
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument(
-        "--budget", type=int, default=12_000, help="training iterations per strategy and seed"
-    )
-    parser.add_argument("--iterations", type=int, default=600, help="iterations of one full trial")
-    parser.add_argument(
-        "--target", type=float, default=0.001, help="validation MSE to reach (baseline 0.167)"
-    )
-    parser.add_argument("--T", type=int, default=50)
+    parser.add_argument("--trials", type=int, default=20, help="trials per model and sweep")
+    parser.add_argument("--iterations", type=int, default=2000, help="iterations of one full trial")
+    parser.add_argument("--eval-every", type=int, default=100)
+    parser.add_argument("--T", type=int, default=100)
+    parser.add_argument("--hidden", type=int, default=32, help="every model's hidden size")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--valid-size", type=int, default=200)
+    parser.add_argument("--target", type=float, default=0.5, help="the target as a fraction of the baseline")
+    parser.add_argument("--jobs", type=int, default=2, help="tasks run in parallel, one process each")
+    parser.add_argument("--out", type=Path, help="write the settings, summary and every report here")
     args = parser.parse_args()
     if args.quick:
-        args.seeds, args.budget, args.iterations = 3, 4_800, 480
-    torch.set_num_threads(1)
-    eval_every = args.iterations // 8
-    results: dict[str, list[Outcome]] = {"tpe+asha": [], "random": []}
-    for seed in range(args.seeds):
-        for strategy in results:
-            outcome = run(strategy, seed, args.budget, args.iterations, eval_every, args.T, args.target)
-            results[strategy].append(outcome)
-            print(
-                f"seed {seed} {strategy:>9}: best {outcome.best:.4f}, "
-                f"target {args.target} reached after {outcome.iterations_to_target:g} iterations",
-                flush=True,
-            )
-    print(
-        f"\nadding T={args.T}, GRU, {args.budget} training iterations per strategy and seed, {args.seeds} seeds"
-    )
-    medians = {}
-    for strategy, outcomes in results.items():
-        best = statistics.median(o.best for o in outcomes)
-        reach = statistics.median(o.iterations_to_target for o in outcomes)
-        medians[strategy] = reach
-        print(f"{strategy:>9}: median best {best:.4f}; median iterations to reach {args.target}: {reach:g}")
-    if math.isfinite(medians["random"]) and math.isfinite(medians["tpe+asha"]):
-        print(
-            f"compute ratio tpe+asha / random: {medians['tpe+asha'] / medians['random']:.2f} (goal <= 0.33)"
-        )
-    else:
-        print("compute ratio: undefined (a strategy did not reach the target in the median seed)")
+        args.seeds, args.trials, args.iterations, args.target = 3, 6, 600, 0.9
+    if "random" not in args.strategies:
+        args.strategies = ["random", *args.strategies]
+    with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(args.tasks))) as pool:
+        per_task = pool.starmap(run_task, [(task, args) for task in args.tasks])
+    sweeps = [sweep for sweeps in per_task for sweep in sweeps]
+    tasks = summarise(sweeps, args)
+    print_summary(tasks, args)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+        data = {
+            "command": "python benchmarks/search.py " + " ".join(sys.argv[1:]),
+            "settings": settings,
+            "torch_threads_per_task": 1,
+            "tasks": tasks,
+            "sweeps": [asdict(sweep) for sweep in sweeps],
+        }
+        args.out.write_text(json.dumps(_finite(data), indent=1) + "\n")
+        print(f"\nwrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -193,10 +193,10 @@ def resume(store: Store, record: SweepRecord, where: Where) -> tuple[int, RunEnd
     return fixed, run_sweep(store, record, where)
 
 
-def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
-    """Run (or continue) a registered sweep until its budgets are met or it is stopped."""
+def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -> MultiStudySearcher:
+    """The searcher over the sweep's studies, each with its sampler, pruner, budget and the
+    papers' points a stopped driver cut short; racing when the spec allocates by a race."""
     spec = stored_spec(record)
-    tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
     plans = []
     for study_record in record.studies:
         study = optuna.load_study(
@@ -220,6 +220,15 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
     if spec.budget.allocate == "race":
         rung = spec.budget.race_rung or max(2, spec.budget.trials // 4)
         searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
+    return searcher
+
+
+def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
+    """Run (or continue) a registered sweep until its budgets are met or it is stopped."""
+    spec = stored_spec(record)
+    tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
+    searcher = study_searcher(store, record, tracker)
+    plans = searcher.plans
 
     remaining_time = None if spec.budget.time is None else spec.budget.time - record.elapsed_s
     if remaining_time is not None and remaining_time <= 0:
