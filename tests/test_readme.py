@@ -21,9 +21,10 @@ ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
 QUICK = {  # run here: `sweeper <command> [first argument]` → exit code expected
     "status": 0,
+    "summarize": 0,  # the latest sweep
     "summarize denoise-1": 0,
-    "report denoise-1": 0,
-    "export denoise-1": 0,
+    "report": 0,
+    "export": 0,
     "list": 0,
     "models": 0,
     "tasks": 0,
@@ -53,7 +54,8 @@ def examples() -> list[list[str]]:
 
 def key(args: list[str]) -> str:
     """The command and its first argument, and for a launch whether it is a dry run."""
-    words = args[:2] if args[0] not in ("models", "tasks", "list", "status") else args[:1]
+    named = len(args) > 1 and not args[1].startswith("-")  # a sweep, a config: else the latest
+    words = args[:2] if named and args[0] not in ("models", "tasks", "list", "status") else args[:1]
     if args[0] == "launch" and "--dry-run" in args:
         words = [*words, "--dry-run"]
     if args[0] in ("data", "train"):

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import yaml
 
-from sweeper.cli.common import BadInput, Failed, console
+from sweeper.cli.common import BadInput, Failed, json_option, print_tables, wide_option
 
 
 @click.group()
@@ -36,9 +36,12 @@ def fetch(task: str, data_dir: Path) -> None:
 @click.command()
 @click.option("--hidden-size", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--input-size", type=click.IntRange(min=1), default=10, show_default=True)
-def models(hidden_size: int, input_size: int) -> None:
+@wide_option
+@json_option
+def models(hidden_size: int, input_size: int, wide: bool, as_json: bool) -> None:
     """Registered models, where each is defined, its hyperparameters and its size at a hidden size;
     then the training settings every model shares."""
+    from sweeper.results.outputs import Model, ModelCatalog, dumped, hyperparameters
     from sweeper.results.tables import hyperparameter_table, model_table
     from trainables.catalog import load_all
     from trainables.hyperparams import TRAINING_HYPERPARAMS
@@ -46,25 +49,49 @@ def models(hidden_size: int, input_size: int) -> None:
     from trainables.sizing import model_parameters
 
     load_all()
+    tables, listed = [], []
     for entry in MODELS:
         try:
-            count = f"{model_parameters(entry.name, input_size, hidden_size):,}"
+            parameters = model_parameters(entry.name, input_size, hidden_size)
+            count = f"{parameters:,}"
         except ValueError as exc:
-            count = f"n/a ({exc})"
-        console.print(model_table(entry, count, input_size, hidden_size))
-    console.print(hyperparameter_table("shared by every model (training)", TRAINING_HYPERPARAMS))
+            parameters, count = None, f"n/a ({exc})"
+        tables.append(model_table(entry, count, input_size, hidden_size))
+        listed.append(
+            Model(
+                name=entry.name,
+                defined_in=entry.defined_in,
+                description=entry.description,
+                parameters=parameters,
+                hyperparameters=hyperparameters(entry.all_hyperparams.values()),
+            )
+        )
+    if as_json:
+        training = hyperparameters(TRAINING_HYPERPARAMS)
+        catalog = ModelCatalog(
+            input_size=input_size, hidden_size=hidden_size, models=listed, training=training
+        )
+        click.echo(dumped(catalog))
+        return
+    tables.append(hyperparameter_table("shared by every model (training)", TRAINING_HYPERPARAMS))
+    print_tables(tables, wide)
 
 
 @click.command()
-def tasks() -> None:
+@wide_option
+@json_option
+def tasks(wide: bool, as_json: bool) -> None:
     """Registered tasks, where each is defined, and their settings."""
+    from sweeper.results.outputs import TaskCatalog, dumped, task_output
     from sweeper.results.tables import task_table
     from trainables.catalog import load_all
     from trainables.registry import TASKS
 
     load_all()
-    for entry in TASKS:
-        console.print(task_table(entry))
+    if as_json:
+        click.echo(dumped(TaskCatalog(tasks=[task_output(entry) for entry in TASKS])))
+        return
+    print_tables([task_table(entry) for entry in TASKS], wide)
 
 
 def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:

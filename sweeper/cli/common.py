@@ -26,7 +26,14 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
-console = Console(width=None if sys.stdout.isatty() else 10_000)
+console = Console()  # the terminal's width, COLUMNS, or 80 columns when piped
+
+
+def print_tables(tables: Any, wide: bool = False) -> None:
+    """Tables fit the terminal (80 columns when piped), wrapping their cells; `wide` never wraps."""
+    target = Console(width=10_000) if wide else console
+    for table in tables if isinstance(tables, list) else [tables]:
+        target.print(table)
 
 
 class BadInput(click.ClickException):
@@ -97,6 +104,10 @@ results_option = click.option(
 )
 
 
+wide_option = click.option("--wide", is_flag=True, help="Every column in full, however wide.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON instead (its schema: docs/json.md)."
+)
 verbose_option = click.option("--verbose", is_flag=True, help="Show Ray's own logs and Tune's trial table.")
 
 

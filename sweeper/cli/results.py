@@ -3,12 +3,20 @@ neither Ray nor torch."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from sweeper.cli.common import console, find_sweep, open_store, storage_option
+from sweeper.cli.common import (
+    find_sweep,
+    json_option,
+    open_store,
+    print_tables,
+    storage_option,
+    wide_option,
+)
 from sweeper.spec.loading import stored_spec
 
 if TYPE_CHECKING:
@@ -18,30 +26,41 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("sweep", required=False)
 @storage_option
-def status(sweep: str | None, storage: str | None) -> None:
-    """Per study of SWEEP (default: the latest), trials by state and the best value with its parameters."""
+@wide_option
+@json_option
+def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) -> None:
+    """Per study of SWEEP (default: the latest), best first: trials by state and the best value."""
+    from sweeper.results.outputs import dumped, sweep_status
     from sweeper.results.summaries import study_summaries
     from sweeper.results.tables import status_table
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
     summaries = study_summaries(store, record)
-    console.print(status_table(record, summaries))
+    if as_json:
+        click.echo(dumped(sweep_status(record, summaries, "status")))
+        return
+    print_tables(status_table(record, summaries, wide), wide)
     for summary in summaries:
         if summary.race_stopped:
             click.echo(f"{summary.model}: {summary.race_stopped}")
 
 
 @click.command()
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @storage_option
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table")
 @click.option("--importance", is_flag=True, help="Also print each study's parameter importances.")
-def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> None:
-    """Each model's best objective, hyperparameters and parameter count, best first, per task."""
+@wide_option
+@json_option
+def summarize(
+    sweep: str | None, storage: str | None, fmt: str, importance: bool, wide: bool, as_json: bool
+) -> None:
+    """Each model's best objective, hyperparameters and parameter count, best first, per task, of
+    SWEEP (default: the latest)."""
+    from sweeper.results.outputs import dumped, sweep_status
     from sweeper.results.summaries import (
         importances,
-        render_json,
         render_markdown,
         search_notes,
         sorted_best_first,
@@ -54,27 +73,26 @@ def summarize(sweep: str, storage: str | None, fmt: str, importance: bool) -> No
     objective = stored_spec(record).resolved_objective()
     summaries = sorted_best_first(study_summaries(store, record), objective.mode)
     weights = importances(store, record) if importance else None
-    if fmt == "json":
-        click.echo(render_json(record, objective.metric, objective.mode, summaries, weights))
+    if as_json or fmt == "json":
+        click.echo(dumped(sweep_status(record, summaries, "summary", weights)))
     elif fmt == "markdown":
         click.echo(render_markdown(record, objective.metric, objective.mode, summaries, weights))
     else:
-        for table in summary_tables(record, summaries):
-            console.print(table)
+        print_tables(summary_tables(record, summaries, wide), wide)
         for summary in summaries:
             for line in search_notes(summary, objective.mode):
                 click.echo(f"{summary.model}: {line}")
         if weights is not None:
-            console.print(importance_table(weights))
+            print_tables(importance_table(weights), wide)
 
 
 @click.command()
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @storage_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
-def export(sweep: str, storage: str | None, out: Path, fmt: str) -> None:
-    """Write SWEEP's trials, intermediate values and resolved spec to files."""
+def export(sweep: str | None, storage: str | None, out: Path, fmt: str) -> None:
+    """Write the trials, intermediate values and resolved spec of SWEEP (default: the latest) to files."""
     from sweeper.results.export import export_sweep
 
     store = open_store(storage, sweep)
@@ -105,7 +123,7 @@ def ui(sweep: str | None, storage: str | None, host: str, port: int, dashboard_p
 
 
 @click.command()
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @storage_option
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table")
 @click.option(
@@ -114,30 +132,43 @@ def ui(sweep: str | None, storage: str | None, host: str, port: int, dashboard_p
     help="Folder for files [default: sweeps/reports/SWEEP]",
 )
 @click.option("--no-figures", is_flag=True, help="Skip the figures.")
-def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figures: bool) -> None:
-    """SWEEP beside the papers' tables: published number, ours, difference, size, settings that differ.
+@wide_option
+@json_option
+def report(
+    sweep: str | None,
+    storage: str | None,
+    fmt: str,
+    out: Path | None,
+    no_figures: bool,
+    wide: bool,
+    as_json: bool,
+) -> None:
+    """SWEEP (default: the latest) beside the papers' tables: published number, ours, difference,
+    size, settings that differ.
 
-    Writes the table (markdown, JSON, CSV) and the figures to --out and to the sweep's MLflow
-    experiment, in a run named `report`.
+    Writes the table (markdown, JSON, CSV), the figures, and report.html holding both (one file to
+    open) to --out and to the sweep's MLflow experiment, in a run named `report`.
     """
-    from sweeper.results.paper_tables import compare, to_csv, to_json, to_markdown
-    from sweeper.results.tables import comparison_table
+    from sweeper.results.html import report_html
+    from sweeper.results.outputs import report_json
+    from sweeper.results.tables import cells_table
     from sweeper.run.tracking import open_tracker
     from sweeper.store.locations import DEFAULT_HOME
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
-    spec = stored_spec(record)
-    title = f"{record.name}: {spec.task.name} {spec.task.settings}"
-    if spec.reproduces is not None:
-        rendered, shown = _reproduction_report(store, record)
+    if stored_spec(record).reproduces is not None:
+        report = _reproduction_report(store, record)
         no_figures = True  # a reproduction's runs are not an Optuna study's trials
     else:
-        rows = compare(store, record)
-        rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
-        shown = comparison_table(title, rows)
-    if fmt == "table":
-        console.print(shown)
+        report = _comparison_report(store, record)
+    rendered = {**report.rendered, "json": report_json(record.name, report.title, report.rendered["json"])}
+    if as_json or fmt == "json":
+        click.echo(rendered["json"])
+    elif fmt == "table":
+        columns = report.columns if wide else report.narrow
+        kept = [report.columns.index(column) for column in columns]
+        print_tables(cells_table(report.title, columns, [[r[i] for i in kept] for r in report.cells]), wide)
     else:
         click.echo(rendered[fmt])
     out = out or DEFAULT_HOME / "reports" / record.name
@@ -148,29 +179,65 @@ def report(sweep: str, storage: str | None, fmt: str, out: Path | None, no_figur
         path.write_text(rendered[name])
         files.append(path)
     tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
+    figures = []
     if not no_figures:
         from sweeper.results.figures import write_figures
 
-        files += write_figures(store, record, out, tracker.client if tracker else None)
+        figures = write_figures(store, record, out, tracker.client if tracker else None)
+    page = out / "report.html"
+    page.write_text(report_html(report.title, report.columns, report.cells, figures, report.notes))
+    files += [page, *figures]
     if tracker is not None and record.mlflow_experiment_id:
         tracker.log_report(record.mlflow_experiment_id, files)
-    click.echo(f"report files in {out}", err=True)
+    click.echo(f"report in {page}", err=True)
 
 
-def _reproduction_report(store: Store, record: SweepRecord) -> tuple[dict[str, str], Any]:
+@dataclass
+class _Report:
+    """A report's table in every form: files, terminal (all columns, or the `narrow` ones), HTML."""
+
+    title: str
+    rendered: dict[str, str]  # markdown, json, csv
+    columns: tuple[str, ...]
+    narrow: tuple[str, ...]
+    cells: list[list[str]]
+    notes: list[str]
+
+
+def _comparison_report(store: Store, record: SweepRecord) -> _Report:
+    """A sweep beside the papers' numbers, its best model first."""
+    from sweeper.results.paper_tables import COLUMNS, NARROW, compare, row_cells, to_csv, to_json, to_markdown
+    from sweeper.results.summaries import format_params
+
+    spec = stored_spec(record)
+    title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
+    rows = compare(store, record)
+    rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
+    return _Report(title, rendered, COLUMNS, NARROW, [row_cells(row) for row in rows], [])
+
+
+def _reproduction_report(store: Store, record: SweepRecord) -> _Report:
     """A reproduction's report: ours beside the published table, in each format."""
-    from sweeper.papers.outcome import rendered, reproduced, reproduction_table
+    from sweeper.papers.outcome import COLUMNS, notes, rendered, reproduced, row_cells
 
     table, rows = reproduced(store, record)
     title = f"{record.name}: ours beside {table.paper} {table.table}"
-    return rendered(table, rows, title, record.profile), reproduction_table(title, rows)
+    files = rendered(table, rows, title, record.profile)
+    cells = [row_cells(row) for row in rows]
+    return _Report(title, files, COLUMNS, COLUMNS, cells, notes(table, record.profile))
 
 
 @click.command(name="list")
 @storage_option
-def list_sweeps(storage: str | None) -> None:
+@wide_option
+@json_option
+def list_sweeps(storage: str | None, wide: bool, as_json: bool) -> None:
     """Every sweep in the study database."""
+    from sweeper.results.outputs import dumped, sweep_list
     from sweeper.results.tables import sweeps_table
 
     store = open_store(storage)
-    console.print(sweeps_table(store.url, store.list_sweeps()))
+    if as_json:
+        click.echo(dumped(sweep_list(store.url, store.list_sweeps())))
+        return
+    print_tables(sweeps_table(store.url, store.list_sweeps()), wide)

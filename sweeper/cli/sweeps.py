@@ -18,6 +18,7 @@ from sweeper.cli.common import (
     console,
     find_sweep,
     open_store,
+    print_tables,
     read_spec,
     refused,
     results_option,
@@ -174,7 +175,7 @@ def first_points(spec: Any) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]]
 def print_end(store: Store, end: Any) -> int:
     """How a sweep's run ended: its studies best first, the verdict and the next commands, and
     the exit code that goes with it (a sweep whose every trial failed is a failure)."""
-    from sweeper.results.summaries import recorded_baseline, sorted_best_first, study_summaries
+    from sweeper.results.summaries import recorded_baseline, study_summaries
     from sweeper.results.tables import status_table
     from sweeper.results.verdict import all_failed, verdict
     from sweeper.store.credentials import redact
@@ -186,8 +187,7 @@ def print_end(store: Store, end: Any) -> int:
     try:
         record = store.get_sweep(end.sweep)
         summaries = study_summaries(store, record)
-        ranked = sorted_best_first(summaries, stored_spec(record).resolved_objective().mode)
-        console.print(status_table(record, ranked))
+        print_tables(status_table(record, summaries))
         for line in verdict(record, summaries, recorded_baseline(store, record)):
             click.echo(line)
         failed = failed or all_failed(summaries)
@@ -200,13 +200,16 @@ def print_end(store: Store, end: Any) -> int:
 
 
 @click.command()
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @address_option
 @storage_option
 @results_option
 @verbose_option
-def resume(sweep: str, address: str | None, storage: str | None, results: str | None, verbose: bool) -> None:
-    """Continue SWEEP toward its budgets; finished trials are kept, unfinished ones rerun."""
+def resume(
+    sweep: str | None, address: str | None, storage: str | None, results: str | None, verbose: bool
+) -> None:
+    """Continue SWEEP (default: the latest) toward its budgets; finished trials are kept,
+    unfinished ones rerun."""
     from sweeper.results.summaries import study_summaries
     from sweeper.results.tables import status_table
     from sweeper.run.launch import resume as resume_sweep
@@ -218,7 +221,7 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
     record = find_sweep(store, sweep)
     if record.status == SweepStatus.FINISHED:  # its budgets are met: nothing to start Ray for
         click.echo(f"sweep {record.name} is finished: its budgets are met, nothing is left to run")
-        console.print(status_table(record, study_summaries(store, record)))
+        print_tables(status_table(record, study_summaries(store, record)))
         return
     where = where_to_run(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
     if stored_spec(record).reproduces is not None:
@@ -243,7 +246,7 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
 
 
 @click.command()
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @click.option(
     "--seeds", type=click.IntRange(1, 1000), default=3, show_default=True, help="Fresh seeds per study."
 )
@@ -254,7 +257,7 @@ def resume(sweep: str, address: str | None, storage: str | None, results: str | 
 @results_option
 @verbose_option
 def confirm(
-    sweep: str,
+    sweep: str | None,
     seeds: int,
     task: str | None,
     model: str | None,
@@ -263,7 +266,8 @@ def confirm(
     results: str | None,
     verbose: bool,
 ) -> None:
-    """Retrain each study's best configuration with fresh seeds, unpruned, and report mean ± std."""
+    """Retrain each study's best configuration of SWEEP (default: the latest) with fresh seeds,
+    unpruned, and report mean ± std."""
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
     from sweeper.run.confirm import run_confirmation, select_studies
@@ -295,11 +299,12 @@ def confirm(
 
 
 @click.command(name="sync-mlflow")
-@click.argument("sweep")
+@click.argument("sweep", required=False)
 @storage_option
 @click.option("--tracking-uri", help="Sync to this MLflow instead of the sweep's (and record it).")
-def sync_mlflow_command(sweep: str, storage: str | None, tracking_uri: str | None) -> None:
-    """Back-fill MLflow from SWEEP's studies (after a tracking outage, or onto a new server)."""
+def sync_mlflow_command(sweep: str | None, storage: str | None, tracking_uri: str | None) -> None:
+    """Back-fill MLflow from SWEEP's studies (default: the latest sweep's), after a tracking outage
+    or onto a new server."""
     from sweeper.run.sync import SyncError, sync_mlflow
     from sweeper.run.tracking import Tracker
     from sweeper.store.credentials import redact

@@ -1,7 +1,9 @@
 """optuna-dashboard on one sweep's studies, read-only: what `sweeper ui SWEEP` serves.
 
 The study database holds every sweep; the dashboard gets a view of the database that lists only
-this sweep's studies and refuses every write, so nothing there can be deleted or changed. The
+this sweep's studies and refuses every write, so nothing there can be deleted or changed, and a
+request that would write is answered 403 with the reason before it reaches the view
+(optuna-dashboard has no read-only mode of its own: its buttons stay, and say why when used). The
 objective is named on each study when the sweep is created (`Study.set_metric_names`).
 
     python -m sweeper.results.dashboard STORAGE_URL SWEEP [--host 127.0.0.1] [--port 8080]
@@ -10,6 +12,8 @@ objective is named on each study when the sweep is created (`Study.set_metric_na
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from optuna.storages import RDBStorage
@@ -52,7 +56,30 @@ class SweepStudies(RDBStorage):
         return super().get_study_id_from_name(study_name)
 
 
+READS = ("GET", "HEAD", "OPTIONS")
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def read_only(app: WSGIApp, sweep: str) -> WSGIApp:
+    """The dashboard app, answering every request that would write with 403 and why."""
+    refusal = json.dumps(
+        {"reason": f"sweeper ui serves sweep {sweep} read-only: nothing here can be changed or deleted"}
+    ).encode()
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD", "GET") in READS:
+            return app(environ, start_response)
+        start_response(
+            "403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", str(len(refusal)))]
+        )
+        return [refusal]
+
+    return guarded
+
+
 def main() -> None:
+    from wsgiref.simple_server import make_server
+
     import optuna_dashboard
 
     parser = argparse.ArgumentParser(
@@ -63,7 +90,9 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args()
-    optuna_dashboard.run_server(SweepStudies(args.storage, args.sweep), host=args.host, port=args.port)
+    app = read_only(optuna_dashboard.wsgi(SweepStudies(args.storage, args.sweep)), args.sweep)
+    with make_server(args.host, args.port, app) as server:
+        server.serve_forever()
 
 
 if __name__ == "__main__":

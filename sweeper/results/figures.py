@@ -1,8 +1,13 @@
-"""Paper-style figures of a sweep, as matplotlib Figures (tests read their data, not pixels)."""
+"""Paper-style figures of a sweep, as matplotlib Figures (tests read their data, not pixels).
+
+Every figure uses matplotlib's constrained layout, so titles, labels and ticks never overlap, and
+gives each model the same colour in every figure of a sweep.
+"""
 
 from __future__ import annotations
 
 import logging
+import textwrap
 import warnings
 from pathlib import Path
 from typing import Any
@@ -10,8 +15,9 @@ from typing import Any
 import numpy as np
 import optuna
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
-from sweeper.results.summaries import recorded_baseline
+from sweeper.results.summaries import format_params, recorded_baseline
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import ConfirmationRecord, Store, SweepRecord
 from sweeper.store.states import ConfirmationStatus
@@ -19,6 +25,24 @@ from sweeper.store.trial_record import MLFLOW_RUN_ATTR, best_trial, final_metric
 
 log = logging.getLogger(__name__)
 DIAGNOSTICS = ("ortho_error", "neumann_condition")
+TITLE_WIDTH = 60  # characters per title line at the figures' widths
+
+
+def model_colours(record: SweepRecord) -> dict[str, str]:
+    """Each model of the sweep its colour (tab10, by name), the same in every figure."""
+    models = sorted({s.model for s in record.studies})
+    return {model: f"C{index % 10}" for index, model in enumerate(models)}
+
+
+def task_title(record: SweepRecord) -> str:
+    """The sweep, its task and the task's settings, as words."""
+    spec = stored_spec(record)
+    settings = format_params(dict(spec.task.settings))
+    return f"{record.name}: {spec.task.name}" + (f" ({settings})" if settings else "")
+
+
+def wrapped(title: str) -> str:
+    return "\n".join(textwrap.wrap(title, TITLE_WIDTH))
 
 
 def _history(client: Any, run_id: str | None, metric: str) -> tuple[list[int], list[float]]:
@@ -37,9 +61,11 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
     min–max band where confirmed, else the best trial; the memoryless baseline where there is one."""
     spec = stored_spec(record)
     metric = spec.resolved_objective().metric
-    figure = Figure(figsize=(8, 5))
+    figure = Figure(figsize=(8, 5), layout="constrained")
     ax = figure.subplots()
+    colours = model_colours(record)
     for study_record in record.studies:
+        colour = colours[study_record.model]
         with store.session() as session:
             runs = [
                 r.mlflow_run_id
@@ -52,8 +78,9 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
         if curves:
             steps = sorted(set.intersection(*(set(s) for s, _ in curves)))
             values = np.array([[dict(zip(s, v, strict=True))[k] for k in steps] for s, v in curves])
-            ax.plot(steps, values.mean(axis=0), label=f"{study_record.model} ({len(curves)} seeds)")
-            ax.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.2)
+            mean = values.mean(axis=0)
+            ax.plot(steps, mean, color=colour, label=f"{study_record.model} ({len(curves)} seeds)")
+            ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2)
             continue
         best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
         if best is None:
@@ -62,6 +89,7 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
         ax.plot(
             steps,
             [best.intermediate_values[s] for s in steps],
+            color=colour,
             label=f"{study_record.model} (trial #{best.number})",
         )
     baseline = recorded_baseline(store, record)
@@ -69,16 +97,17 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
         ax.axhline(baseline, color="grey", linestyle="--", label="memoryless baseline")
     ax.set_xlabel("iteration")
     ax.set_ylabel(metric)
-    ax.set_title(f"{record.name}: {spec.task.name} {spec.task.settings}")
-    ax.legend()
+    ax.set_title(wrapped(f"{task_title(record)}: {metric} over training"))
+    ax.legend(loc="best", fontsize="small")
     return figure
 
 
 def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None:
     """Orthogonality error and the NC-GRU Neumann condition over training (NC-GRU paper §5.3), for
     each model's best trial that reported them; None when no model did."""
-    figure = Figure(figsize=(8, 6))
+    figure = Figure(figsize=(8, 6), layout="constrained")
     axes = figure.subplots(len(DIAGNOSTICS), 1, sharex=True)
+    colours = model_colours(record)
     drawn = False
     for study_record in record.studies:
         best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
@@ -87,16 +116,18 @@ def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None
         for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
             steps, values = _history(client, best.user_attrs.get(MLFLOW_RUN_ATTR), metric)
             if steps:
-                ax.plot(steps, values, label=study_record.model)
+                ax.plot(steps, values, color=colours[study_record.model], label=study_record.model)
                 drawn = True
     if not drawn:
         return None
     for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
         ax.set_ylabel(metric)
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())  # over less than a decade they collide
         if ax.get_lines():
             ax.legend()
     axes[-1].set_xlabel("iteration")
+    figure.suptitle(wrapped(f"{task_title(record)}: orthogonality and Neumann condition"))
     return figure
 
 
@@ -106,24 +137,60 @@ def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     figures: dict[str, Any] = {}
+    colours = model_colours(record)
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
             continue
-        model = study_record.model
+        model, colour = study_record.model, colours[study_record.model]
         history = plots.plot_optimization_history(study)
-        history.set_title(f"{model}: optimization history ({record.name})")
-        figures[f"history-{model}"] = history.figure
+        for points in history.collections:
+            points.set_color(colour)
+        _titled(history, f"{model}: optimization history ({record.name})")
+        figures[f"history-{model}"] = _laid_out(history.figure)
         if len(complete) >= 2 and any(t.params for t in complete):
             importance = plots.plot_param_importances(study)
-            importance.set_title(f"{model}: hyperparameter importances ({record.name})")
-            figures[f"importances-{model}"] = importance.figure
-            axes = plots.plot_slice(study)
-            slices = np.ravel(axes)[0].figure
-            slices.suptitle(f"{model}: objective by hyperparameter ({record.name})")
-            figures[f"slice-{model}"] = slices
+            for bar in importance.patches:
+                bar.set_color(colour)
+            _titled(importance, f"{model}: hyperparameter importances ({record.name})")
+            figures[f"importances-{model}"] = _laid_out(importance.figure)
+            axes = np.ravel(plots.plot_slice(study))
+            for ax in axes:
+                ax.tick_params(axis="x", labelrotation=30)
+            slices = axes[0].figure
+            slices.suptitle(wrapped(f"{model}: objective by hyperparameter ({record.name})"))
+            figures[f"slice-{model}"] = _laid_out(slices)
     return figures
+
+
+def _titled(ax: Any, title: str) -> None:
+    """`title` as the axes' only title (Optuna puts its own on the left)."""
+    for loc in ("left", "right"):
+        ax.set_title("", loc=loc)
+    ax.set_title(wrapped(title))
+
+
+def _laid_out(figure: Any) -> Any:
+    """Optuna's figure under constrained layout. A log axis spanning less than a decade is shown
+    linear (its minor labels would collide, and without them it would have none); wider ones keep
+    only their decades' labels. A figure whose colorbar took a grid cell of zero height (Optuna's
+    slice plot of one parameter) cannot be constrained, and is laid out tight instead."""
+    specs = [ax.get_subplotspec() for ax in figure.axes if ax.get_subplotspec() is not None]
+    grids = [spec.get_gridspec() for spec in specs]
+    ratios = [r for grid in grids for r in (*grid.get_height_ratios(), *grid.get_width_ratios())]
+    figure.set_layout_engine("constrained" if all(r > 0 for r in ratios) else "tight")
+    for ax in figure.axes:
+        for axis, scale, rescale in (
+            (ax.xaxis, ax.get_xscale(), ax.set_xscale),
+            (ax.yaxis, ax.get_yscale(), ax.set_yscale),
+        ):
+            low, high = sorted(axis.get_view_interval())
+            if scale == "log" and low > 0 and high < 10 * low:
+                rescale("linear")
+            elif scale == "log":
+                axis.set_minor_formatter(NullFormatter())
+    return figure
 
 
 def write_figures(store: Store, record: SweepRecord, out: Path, client: Any) -> list[Path]:

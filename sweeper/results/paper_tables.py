@@ -21,7 +21,14 @@ from sweeper.results.retrained import ConfirmedStudy, confirmed, test_metric
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.store.database import Store, SweepRecord
-from sweeper.store.trial_record import CONFIG_ATTR, SEED_ATTR, best_trial, final_metrics, parameter_count
+from sweeper.store.trial_record import (
+    CONFIG_ATTR,
+    SEED_ATTR,
+    best_trial,
+    counts_toward_budget,
+    final_metrics,
+    parameter_count,
+)
 from trainables.reference import PublishedTable, Reference, published_table, references_for
 
 COMPARED_SETTINGS = ("hidden_size", "iterations", "batch_size", "rho")
@@ -52,6 +59,8 @@ class ComparisonRow:
     source: str = ""
     difference: float | None = None
     parameters: int | None = None
+    compute_hours: float | None = None  # the search's training time × the devices each trial held
+    compute_unit: str = ""  # GPU-h, or CPU-h for trials that held no GPU
     mismatches: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)  # why the numbers are not comparable
 
@@ -71,16 +80,36 @@ class StudyResult:
     final_metrics: dict[str, Any]
     parameters: int | None
     confirmation: ConfirmedStudy | None
+    compute_hours: float = 0.0
+    compute_unit: str = "CPU-h"
+
+
+def compute_spent(spec: SweepSpec, model: str, study: optuna.Study) -> tuple[float, str]:
+    """Device-hours the search spent on a study: its trials' training time (those its budget
+    counted) times the GPUs each held, or the CPUs where it held none."""
+    reserved = spec.resources.for_model(model)
+    seconds = sum(
+        t.duration.total_seconds()
+        for t in study.get_trials(deepcopy=False)
+        if counts_toward_budget(t) and t.duration is not None
+    )
+    if reserved["gpu"]:
+        return seconds * reserved["gpu"] / 3600, "GPU-h"
+    return seconds * reserved["cpu"] / 3600, "CPU-h"
 
 
 def _study_results(store: Store, record: SweepRecord) -> dict[str, StudyResult]:
     confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
     results = {}
+    spec = stored_spec(record)
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         best = best_trial(study)
+        spent = compute_spent(spec, study_record.model, study)
         if best is None:
-            results[study_record.model] = StudyResult(study_record.model, None, None, None, {}, None, None)
+            results[study_record.model] = StudyResult(
+                study_record.model, None, None, None, {}, None, None, *spent
+            )
             continue
         results[study_record.model] = StudyResult(
             study_record.model,
@@ -90,6 +119,7 @@ def _study_results(store: Store, record: SweepRecord) -> dict[str, StudyResult]:
             final_metrics(best),
             parameter_count(best),
             confirmations.get(study_record.model),
+            *spent,
         )
     return results
 
@@ -192,6 +222,8 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
                 source=source,
                 difference=None if ours is None or unlike else ours - ref.value,
                 parameters=result.parameters,
+                compute_hours=result.compute_hours,
+                compute_unit=result.compute_unit,
                 mismatches=_mismatches(ref, result.config),
                 conditions=unlike,
             )
@@ -217,13 +249,28 @@ def compare(store: Store, record: SweepRecord) -> list[ComparisonRow]:
                 ours_std=ours_std,
                 source=source,
                 parameters=result.parameters,
+                compute_hours=result.compute_hours,
+                compute_unit=result.compute_unit,
                 mismatches=["no published number for this task and setting"],
             )
         )
-    return rows
+    sign = 1 if spec.resolved_objective().mode == "min" else -1
+    best = {model: result.best_value for model, result in results.items()}
+    return sorted(rows, key=lambda r: (best.get(r.model) is None, sign * (best.get(r.model) or 0.0)))
 
 
-COLUMNS = ("model", "paper", "published", "ours", "difference", "parameters", "source", "settings differ")
+COLUMNS = (
+    "model",
+    "paper",
+    "published",
+    "ours",
+    "difference",
+    "parameters",
+    "compute",
+    "source",
+    "settings differ",
+)
+NARROW = ("model", "published", "ours", "difference", "parameters", "compute")  # what fits 80 columns
 
 
 def _fmt(value: float | None, std: float | None = None) -> str:
@@ -245,6 +292,7 @@ def row_cells(row: ComparisonRow) -> list[str]:
         if row.conditions
         else ("" if row.difference is None else f"{row.difference:+.4g}"),
         "" if row.parameters is None else f"{row.parameters:,}",
+        "" if row.compute_hours is None else f"{row.compute_hours:.2g} {row.compute_unit}",
         row.source,
         row.flag,
     ]
@@ -267,7 +315,7 @@ def to_csv(rows: list[ComparisonRow]) -> str:
     writer.writeheader()
     for row in rows:
         data = asdict(row)
-        data["paper_model"] = json.dumps(data["paper_model"])
+        data["paper_model"] = ", ".join(f"{k}={v}" for k, v in data["paper_model"].items())
         data["mismatches"] = "; ".join(data["mismatches"])
         data["conditions"] = "; ".join(data["conditions"])
         writer.writerow({**data, "flag": row.flag})

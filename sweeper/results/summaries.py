@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -149,8 +148,13 @@ def sorted_best_first(summaries: list[StudySummary], mode: str) -> list[StudySum
     return sorted(found, key=lambda s: s.best_value, reverse=(mode == "max")) + missing
 
 
-def format_params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+def missing_models(summaries: list[StudySummary]) -> list[str]:
+    """The models without a complete trial: a verdict can only rank the others."""
+    return [s.model for s in summaries if s.best_value is None]
+
+
+def format_params(params: dict[str, Any], separator: str = ", ") -> str:
+    return separator.join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
 def search_notes(summary: StudySummary, mode: str) -> list[str]:
@@ -196,21 +200,3 @@ def render_markdown(
             lines.append(f"| {model} | {shown} |")
         lines.append("")
     return "\n".join(lines)
-
-
-def render_json(
-    record: SweepRecord,
-    metric: str,
-    mode: str,
-    summaries: list[StudySummary],
-    weights: dict[str, dict[str, float] | str] | None = None,
-) -> str:
-    data: dict[str, Any] = {
-        "sweep": record.name,
-        "status": record.status,
-        "objective": {"metric": metric, "mode": mode},
-        "studies": [asdict(s) for s in summaries],
-    }
-    if weights is not None:
-        data["importances"] = weights
-    return json.dumps(data, indent=2)

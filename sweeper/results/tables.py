@@ -6,55 +6,54 @@ from typing import Any
 
 from rich.table import Table
 
-from sweeper.results.paper_tables import COLUMNS, ComparisonRow, row_cells
 from sweeper.results.retrained import ConfirmedStudy, test_metric
-from sweeper.results.summaries import StudySummary, format_params
+from sweeper.results.summaries import StudySummary, format_params, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.credentials import redact
 from sweeper.store.database import SweepRecord
 
+WINNER = " ★"
 
-def status_table(record: SweepRecord, summaries: list[StudySummary]) -> Table:
-    """Per study: trials by state against the budget, training spent, and the best so far."""
+
+def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> Table:
+    """Per study, best first with the winner marked: trials by state against the budget, training
+    spent, and the best so far; `wide` adds the training steps and the best parameters."""
     spec = stored_spec(record)
     budget = spec.budget
-    time_part = f", {record.elapsed_s:.0f}s elapsed" + (f" of {budget.time:.0f}s" if budget.time else "")
+    time_part = f", {record.elapsed_s:.0f}s" + (f" of {budget.time:.0f}s" if budget.time else "")
     objective = spec.resolved_objective()
+    missing = missing_models(summaries)
     table = Table(
-        title=f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} {objective.metric}",
+        title=f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} "
+        f"{objective.metric}" + (f"; no complete trial: {', '.join(missing)}" if missing else ""),
         title_justify="left",
     )
-    for column in (
-        "model",
-        "complete",
-        "pruned",
-        "failed",
-        "running",
-        "budget",
-        "steps",
-        "train time",
-        "best",
-        "best parameters",
-    ):
-        table.add_column(column)
-    for s in summaries:
-        table.add_row(
-            s.model,
+    columns = ["model", "best", "complete", "pruned", "failed", "running", "budget", "train time"]
+    for column in columns + (["steps", "best parameters"] if wide else []):
+        table.add_column(column, justify="left" if column in ("model", "best parameters") else "right")
+    for index, s in enumerate(sorted_best_first(summaries, objective.mode)):
+        cells = [
+            s.model + (WINNER if index == 0 and s.best_value is not None else ""),
+            "" if s.best_value is None else f"{s.best_value:.5g}",
             str(s.counts["COMPLETE"]),
             str(s.counts["PRUNED"]),
             str(s.counts["FAIL"]) + (f" (+{s.interrupted} interrupted)" if s.interrupted else ""),
             str(s.counts["RUNNING"]),
             str(budget.trials if s.share is None else s.share) + (" (stopped)" if s.race_stopped else ""),
-            f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
             f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
-            "" if s.best_value is None else f"{s.best_value:.5g}",
-            format_params(s.best_params),
-        )
+        ]
+        if wide:
+            cells += [
+                f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
+                format_params(s.best_params),
+            ]
+        table.add_row(*cells)
     return table
 
 
-def summary_tables(record: SweepRecord, summaries: list[StudySummary]) -> list[Table]:
-    """One table per task: each model's best value, size, trials and hyperparameters."""
+def summary_tables(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> list[Table]:
+    """One table per task, best first with the winner marked: each model's best value, size,
+    trials and hyperparameters (one per line, or on one line when `wide`)."""
     objective = stored_spec(record).resolved_objective()
     tables = []
     for task in dict.fromkeys(s.task for s in summaries):
@@ -62,16 +61,18 @@ def summary_tables(record: SweepRecord, summaries: list[StudySummary]) -> list[T
             title=f"{record.name}: {task} ({objective.mode} {objective.metric})", title_justify="left"
         )
         for column in ("model", "best", "parameters", "trials", "hyperparameters"):
-            table.add_column(column)
-        for s in summaries:
-            if s.task == task:
-                table.add_row(
-                    s.model,
-                    "" if s.best_value is None else f"{s.best_value:.5g}",
-                    "" if s.parameters is None else f"{s.parameters:,}",
-                    str(s.counts["COMPLETE"] + s.counts["PRUNED"]),
-                    format_params(s.best_params),
-                )
+            table.add_column(
+                column, justify="right" if column in ("best", "parameters", "trials") else "left"
+            )
+        ranked = sorted_best_first([s for s in summaries if s.task == task], objective.mode)
+        for index, s in enumerate(ranked):
+            table.add_row(
+                s.model + (WINNER if index == 0 and s.best_value is not None else ""),
+                "" if s.best_value is None else f"{s.best_value:.5g}",
+                "" if s.parameters is None else f"{s.parameters:,}",
+                str(s.counts["COMPLETE"] + s.counts["PRUNED"]),
+                format_params(s.best_params, ", " if wide else "\n"),
+            )
         tables.append(table)
     return tables
 
@@ -118,10 +119,6 @@ def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Ta
             format_params(result.params),
         )
     return table
-
-
-def comparison_table(title: str, rows: list[ComparisonRow]) -> Table:
-    return cells_table(title, COLUMNS, [row_cells(row) for row in rows])
 
 
 def cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) -> Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweeper.results.summaries import StudySummary, sorted_best_first
+from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import SweepRecord
 
@@ -27,13 +27,16 @@ def all_failed(summaries: list[StudySummary]) -> bool:
 
 def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float | None) -> list[str]:
     """The winner and its margins, each model whose trials all failed with its most common
-    reason, and the commands that go on from here."""
+    reason, and the commands that go on from here. A model without a complete trial (the budget
+    ran out first, or its trials failed) cannot be ranked: the verdict says it covers only the rest."""
     objective = stored_spec(record).resolved_objective()
     scored = [s for s in sorted_best_first(summaries, objective.mode) if s.best_value is not None]
+    missing = missing_models(summaries)
     lines = []
     if scored:
         winner = scored[0]
-        line = f"winner: {winner.model}, best {objective.metric} {winner.best_value:.5g} (trial #{winner.best_trial})"
+        among = f" of the {len(scored)} models with a complete trial" if missing else ""
+        line = f"winner{among}: {winner.model}, best {objective.metric} {winner.best_value:.5g} (trial #{winner.best_trial})"
         if len(scored) > 1:
             runner_up = scored[1]
             line += (
@@ -47,6 +50,11 @@ def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float 
             if not _beats(winner.best_value, baseline, objective.mode):
                 line += ": no model learned more than the baseline"
         lines.append(line)
+    if missing:
+        lines.append(
+            f"partial: no complete trial for {', '.join(missing)}"
+            + (f"; the verdict covers only {', '.join(s.model for s in scored)}" if scored else "")
+        )
     for s in summaries:
         finished = s.counts["COMPLETE"] + s.counts["PRUNED"]
         if not finished and s.counts["FAIL"] and s.common_failure is not None:

@@ -69,6 +69,8 @@ def quiet_environment(verbose: bool) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("ray", "mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # Ray's notice that it chose token authentication, its default: nothing for the user to do
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     # the studies hold the results; Tune's own result files are not written, so don't warn of them
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 

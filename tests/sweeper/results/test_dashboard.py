@@ -11,7 +11,7 @@ import optuna
 import pytest
 import yaml
 
-from sweeper.results.dashboard import ReadOnlyStudies, SweepStudies
+from sweeper.results.dashboard import ReadOnlyStudies, SweepStudies, read_only
 from sweeper.run.launch import create_sweep
 from sweeper.spec.loading import parse_spec
 from sweeper.store.database import Store
@@ -53,15 +53,38 @@ def test_the_dashboard_lists_one_sweeps_studies_with_the_objective_named(two_swe
     assert json.loads(detail)["objective_names"] == ["valid_loss"]
 
 
-def test_the_dashboard_changes_nothing(two_sweeps: str) -> None:
+def test_the_dashboard_changes_nothing_and_says_why(two_sweeps: str) -> None:
     storage = SweepStudies(two_sweeps, "second-1")
-    app = optuna_dashboard.wsgi(storage)
+    app = read_only(optuna_dashboard.wsgi(storage), "second-1")
     study_id = storage.get_all_studies()[0]._study_id
-    status, _ = call(app, "DELETE", f"/api/studies/{study_id}")
-    assert not status.startswith("2")
+    for method, path in (("DELETE", f"/api/studies/{study_id}"), ("POST", "/api/studies")):
+        status, body = call(app, method, path)
+        assert status.startswith("403") and "read-only" in json.loads(body)["reason"]
+    assert call(app, "GET", "/api/studies")[0].startswith("200")
     with pytest.raises(ReadOnlyStudies):
         storage.delete_study(study_id)
     with pytest.raises(KeyError):
         storage.get_study_id_from_name("first-1/denoise/gru")
     assert len(Store(two_sweeps).list_sweeps()[1].studies) == 2
     assert len(optuna.get_all_study_names(two_sweeps)) == 4
+
+
+def test_the_importance_panel_has_values_once_a_study_has_complete_trials(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sweeper.db'}"
+    store = Store(url)
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="imp")), "imp.yaml")
+    record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
+    study = optuna.load_study(study_name=record.studies[0].study_name, storage=store.optuna)
+    space = {
+        "lr": optuna.distributions.FloatDistribution(1e-3, 3e-2, log=True),
+        "hidden_size": optuna.distributions.IntDistribution(4, 16),
+    }
+    for _ in range(6):
+        trial = study.ask(space)
+        study.tell(trial, 10 * trial.params["lr"] + 0.01 * trial.params["hidden_size"])
+    storage = SweepStudies(url, "imp-1")
+    app = read_only(optuna_dashboard.wsgi(storage), "imp-1")
+    status, body = call(app, "GET", f"/api/studies/{study._study_id}/param_importances")
+    assert status.startswith("200")
+    (importances,) = json.loads(body)["param_importances"]
+    assert {p["name"] for p in importances} == {"lr", "hidden_size"}

@@ -255,3 +255,94 @@ def test_accuracy_cells_read_the_all_steps_accuracy_and_name_missing_metrics() -
     assert conditions(table, rc, spec, {**config, "orthogonal": "c"}, 0.9) == [
         "model variant: ours orthogonal=c, theirs orthogonal=rc"
     ]
+
+
+def overlapping_texts(figure) -> list[tuple[str, str]]:
+    """Pairs of visible texts whose boxes overlap once matplotlib has laid the figure out."""
+    from itertools import combinations
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    undrawn = set()  # tick labels outside their axis's view, which matplotlib keeps but does not draw
+    for ax in figure.axes:
+        for axis, coordinate in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            low, high = sorted(axis.get_view_interval())
+            for label in axis.get_ticklabels() + axis.get_ticklabels(minor=True):
+                if not low * (1 - 1e-9) <= label.get_position()[coordinate] <= high * (1 + 1e-9):
+                    undrawn.add(id(label))
+    texts = [
+        t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in undrawn
+    ]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    return [(a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2) if box_a.overlaps(box_b)]
+
+
+def every_figure(store, record) -> dict:
+    client = SimpleNamespace(
+        get_metric_history=lambda run_id, metric: [
+            SimpleNamespace(step=100, value=1e-6),
+            SimpleNamespace(step=200, value=2e-6),
+        ]
+    )
+    return {
+        "learning-curves": learning_curves(store, record),
+        "diagnostics": diagnostics(store, record, client),
+        **study_figures(store, record),
+    }
+
+
+def test_no_figure_has_overlapping_text_or_text_outside_it(handmade):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    _, store, record = handmade
+    for name, figure in every_figure(store, record).items():
+        assert figure.get_layout_engine() is not None, name
+        assert overlapping_texts(figure) == [], name
+        renderer = FigureCanvasAgg(figure).get_renderer()
+        inside, outside = figure.bbox_inches, figure.get_tightbbox(renderer)
+        assert outside.x0 >= inside.x0 - 0.05 and outside.x1 <= inside.x1 + 0.05, name
+        assert outside.y0 >= inside.y0 - 0.05 and outside.y1 <= inside.y1 + 0.05, name
+        titles = [ax.get_title() for ax in figure.axes] + [figure.get_suptitle()]
+        assert not any("{" in title for title in titles), (name, titles)
+
+
+def test_each_model_has_one_colour_in_every_figure(handmade):
+    from matplotlib.colors import to_hex
+
+    _, store, record = handmade
+    figures = every_figure(store, record)
+    for model in ("lstm", "gru"):
+        (curve,) = [
+            line
+            for line in figures["learning-curves"].axes[0].get_lines()
+            if line.get_label().startswith(model)
+        ]
+        colour = to_hex(curve.get_color())
+        history = figures[f"history-{model}"].axes[0]
+        assert {to_hex(c) for c in history.collections[0].get_facecolors()} == {colour}
+        assert {to_hex(bar.get_facecolor()) for bar in figures[f"importances-{model}"].axes[0].patches} == {
+            colour
+        }
+    assert len({to_hex(line.get_color()) for line in figures["learning-curves"].axes[0].get_lines()}) == 3
+
+
+def test_the_report_is_ranked_counts_compute_and_opens_as_one_html_file(handmade, tmp_path):
+    from click.testing import CliRunner
+
+    from sweeper.cli import main
+
+    _, store, record = handmade
+    rows = compare(store, record)
+    assert rows[0].model == "gru" and rows[-1].model == "lstm"  # gru's best 0.08, lstm's 0.20
+    assert all(r.compute_unit == "CPU-h" and r.compute_hours is not None for r in rows)
+    assert "{}" not in to_csv(rows)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", record.name, "--storage", store.url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == len(list(out.glob("*.png"))) > 0
+    assert page.index("<td>gru</td>") < page.index("<td>lstm</td>")

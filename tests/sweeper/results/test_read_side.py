@@ -84,7 +84,7 @@ def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, s
     assert result["code"] in (0, None), done.stdout + done.stderr
     assert result["loaded"] == [], f"{command} imported {result['loaded']}"
     if command == "report":
-        rows = json.loads(done.stdout[: done.stdout.index("PROBE ")])
+        rows = json.loads(done.stdout[: done.stdout.index("PROBE ")])["rows"]
         assert {row["model"] for row in rows} == {"gru", "goru"}
         assert all(row["parameters"] == 1234 for row in rows)
 

@@ -57,3 +57,13 @@ def test_models_whose_trials_all_failed_get_their_most_common_reason() -> None:
     )
     assert not any(line.startswith("winner") for line in lines)
     assert all_failed(summaries) and not all_failed([summary("gru", 0.1)])
+
+
+def test_a_sweep_whose_budget_ended_before_every_model_ran_says_its_verdict_is_partial() -> None:
+    """The busy-machine case: the time budget ran out with goru untrained."""
+    summaries = [summary("lstm", 0.09), summary("gru", 0.06), summary("goru", None, complete=0)]
+    lines = verdict(record(), summaries, None)
+    assert lines[0].startswith("winner of the 2 models with a complete trial: gru")
+    assert "partial: no complete trial for goru; the verdict covers only gru, lstm" in lines
+    full = verdict(record(), [summary("lstm", 0.09), summary("gru", 0.06)], None)
+    assert full[0].startswith("winner: gru") and not any(line.startswith("partial") for line in full)

@@ -39,6 +39,8 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
         sweep = run_sweep_cli(tmp_path, request.getfixturevalue("postgres_url"))
     storage, tracking, tmp_path = sweep.storage, sweep.tracking, sweep.cwd
     assert "sweep e2e-1: finished" in sweep.launch.stdout
+    # a default local launch warns of nothing the user could act on (Ray's token notice included)
+    assert "WARNING" not in sweep.launch.stdout + sweep.launch.stderr, sweep.launch.stderr
     assert f"mlflow ui --backend-store-uri {tracking}" in sweep.launch.stdout
 
     trials = studies(storage, "e2e-1")

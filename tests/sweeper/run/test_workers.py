@@ -15,7 +15,15 @@ import yaml
 
 from sweeper.run import workers
 from sweeper.run.tune_patches import keep_starting_trial_actors
-from sweeper.run.workers import PRELOAD_MODULES, TrialResources, local_cpus, preload_modules
+from sweeper.run.workers import (
+    NICENESS_CONFIG,
+    NICENESS_ENV,
+    PRELOAD_MODULES,
+    TrialResources,
+    local_cpus,
+    local_ray_options,
+    preload_modules,
+)
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import SweepSpec
 from tests.helpers import tiny_spec
@@ -182,3 +190,39 @@ def test_idle_workers_outlive_the_placement_groups_that_take_their_cpus(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-2:] == ["2", str(survivors)]
+
+
+def test_a_local_rays_workers_run_at_the_drivers_priority_unless_the_user_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray's niceness 15 left a worker a few percent of a core beside other CPU-bound processes."""
+    monkeypatch.delenv(NICENESS_ENV, raising=False)
+    assert local_ray_options()["_system_config"][NICENESS_CONFIG] == 0
+    monkeypatch.setenv(NICENESS_ENV, "5")
+    assert NICENESS_CONFIG not in local_ray_options()["_system_config"]
+
+
+NICENESS_PROBE = """
+import os
+
+import ray
+
+from sweeper.run.workers import local_ray_options
+
+ray.init(address="local", num_cpus=1, include_dashboard=False, **local_ray_options())
+print("NICENESS", ray.get(ray.remote(lambda: os.nice(0)).remote()))
+"""
+
+
+@pytest.mark.slow
+def test_a_local_rays_worker_really_runs_at_niceness_0(tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != NICENESS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", NICENESS_PROBE],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "NICENESS 0" in done.stdout, done.stdout + done.stderr

@@ -1,0 +1,301 @@
+"""What `--json` prints: one typed schema per command, so scripts can rely on it.
+
+Each output names its `kind` and schema `version`; a field is added with a new version, never
+renamed. `python -m sweeper.results.outputs` prints the schemas that docs/json.md holds.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
+from sweeper.spec.loading import stored_spec
+from sweeper.store.credentials import redact
+from sweeper.store.database import SweepRecord
+
+VERSION = 1
+
+
+class Output(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Objective(Output):
+    metric: str
+    mode: Literal["min", "max"]
+
+
+class PaperPoint(Output):
+    """A trial that started from a paper's published configuration."""
+
+    label: str
+    trial: int
+    state: str
+    value: float | None
+
+
+class Study(Output):
+    """One model's study: its trials by state and its best complete trial."""
+
+    task: str
+    model: str
+    best: float | None
+    best_trial: int | None
+    best_params: dict[str, Any]
+    parameters: int | None
+    complete: int
+    pruned: int
+    failed: int
+    running: int
+    interrupted: int
+    budget: int
+    steps: int
+    seconds: float
+    sampler: str | None
+    paper_points: list[PaperPoint]
+    warm_started: int
+    race_stopped: str | None
+
+
+class SweepStatus(Output):
+    """`status` and `summarize`: the studies best first. `partial` is true when some model has no
+    complete trial; `missing` names them, and `winner` is then the best of the rest only."""
+
+    kind: Literal["status", "summary"]
+    version: Literal[1] = VERSION
+    sweep: str
+    status: str
+    objective: Objective
+    elapsed_s: float
+    winner: str | None
+    partial: bool
+    missing: list[str]
+    studies: list[Study]
+    importances: dict[str, dict[str, float] | str] | None = None
+
+
+class ListedSweep(Output):
+    name: str
+    status: str
+    task: str | None
+    studies: int
+    created: str
+    elapsed_s: float
+    experiment: str | None
+
+
+class SweepList(Output):
+    """`list`: every sweep in the study database, newest last."""
+
+    kind: Literal["list"] = "list"
+    version: Literal[1] = VERSION
+    storage: str
+    sweeps: list[ListedSweep]
+
+
+class Hyperparameter(Output):
+    name: str
+    type: str
+    default: Any
+    allowed: str
+    meaning: str
+
+
+class Model(Output):
+    name: str
+    defined_in: str
+    description: str
+    parameters: int | None  # at the command's input and hidden sizes; None where it cannot be built
+    hyperparameters: list[Hyperparameter]
+
+
+class ModelCatalog(Output):
+    """`models`: each registered model and the training settings every model shares."""
+
+    kind: Literal["models"] = "models"
+    version: Literal[1] = VERSION
+    input_size: int
+    hidden_size: int
+    models: list[Model]
+    training: list[Hyperparameter]
+
+
+class Setting(Output):
+    name: str
+    type: str
+    default: Any
+    meaning: str
+
+
+class Task(Output):
+    name: str
+    defined_in: str
+    description: str
+    objective: str
+    mode: Literal["min", "max"]
+    settings: list[Setting]
+
+
+class TaskCatalog(Output):
+    """`tasks`: each registered task and its settings."""
+
+    kind: Literal["tasks"] = "tasks"
+    version: Literal[1] = VERSION
+    tasks: list[Task]
+
+
+class Report(Output):
+    """`report`: the sweep beside the papers' tables; `rows` are the report's own rows (the
+    comparison's, or a reproduction's), `notes` a reproduction's readings."""
+
+    kind: Literal["report"] = "report"
+    version: Literal[1] = VERSION
+    sweep: str
+    title: str
+    rows: list[dict[str, Any]]
+    notes: list[str] = []
+
+
+SCHEMAS: dict[str, type[Output]] = {
+    "status": SweepStatus,
+    "summarize": SweepStatus,
+    "list": SweepList,
+    "models": ModelCatalog,
+    "tasks": TaskCatalog,
+    "report": Report,
+}
+
+
+def dumped(output: Output) -> str:
+    return output.model_dump_json(indent=2)
+
+
+def sweep_status(
+    record: SweepRecord,
+    summaries: list[StudySummary],
+    kind: Literal["status", "summary"],
+    importances: dict[str, dict[str, float] | str] | None = None,
+) -> SweepStatus:
+    spec = stored_spec(record)
+    objective = spec.resolved_objective()
+    ranked = sorted_best_first(summaries, objective.mode)
+    missing = missing_models(summaries)
+    return SweepStatus(
+        kind=kind,
+        sweep=record.name,
+        status=str(record.status),
+        objective=Objective(metric=objective.metric, mode=objective.mode),
+        elapsed_s=record.elapsed_s,
+        winner=ranked[0].model if ranked and ranked[0].best_value is not None else None,
+        partial=bool(missing),
+        missing=missing,
+        studies=[
+            Study(
+                task=s.task,
+                model=s.model,
+                best=s.best_value,
+                best_trial=s.best_trial,
+                best_params=s.best_params,
+                parameters=s.parameters,
+                complete=s.counts["COMPLETE"],
+                pruned=s.counts["PRUNED"],
+                failed=s.counts["FAIL"],
+                running=s.counts["RUNNING"],
+                interrupted=s.interrupted,
+                budget=spec.budget.trials if s.share is None else s.share,
+                steps=s.steps,
+                seconds=s.seconds,
+                sampler=s.sampler,
+                paper_points=[PaperPoint(**vars(p)) for p in s.paper_points],
+                warm_started=s.warm_started,
+                race_stopped=s.race_stopped,
+            )
+            for s in ranked
+        ],
+        importances=importances,
+    )
+
+
+def schemas_markdown() -> str:
+    """docs/json.md: each command's JSON Schema."""
+    lines = [
+        "# `--json` output",
+        "",
+        "Generated by `python -m sweeper.results.outputs > docs/json.md`; the tests check that it is",
+        "current and that every command's output validates against it. Each document names its `kind`",
+        f"and `version` (now {VERSION}); a new field comes with a new version, none is renamed.",
+        "",
+    ]
+    for command, schema in SCHEMAS.items():
+        lines += [
+            f"## sweeper {command} --json",
+            "",
+            (schema.__doc__ or "").strip().replace("\n    ", "\n"),
+            "",
+            "```json",
+            json.dumps(schema.model_json_schema(), indent=1),
+            "```",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(schemas_markdown(), end="")
+
+
+def sweep_list(url: str, records: list[SweepRecord]) -> SweepList:
+    return SweepList(
+        storage=redact(url),
+        sweeps=[
+            ListedSweep(
+                name=r.name,
+                status=str(r.status),
+                task=r.studies[0].task if r.studies else None,
+                studies=len(r.studies),
+                created=r.created_at.isoformat(),
+                elapsed_s=r.elapsed_s,
+                experiment=r.mlflow_experiment_id,
+            )
+            for r in records
+        ],
+    )
+
+
+def hyperparameters(declared: Any) -> list[Hyperparameter]:
+    return [
+        Hyperparameter(
+            name=hp.name, type=hp.kind, default=hp.default, allowed=hp.describe_range(), meaning=hp.help
+        )
+        for hp in declared
+    ]
+
+
+def task_output(entry: Any) -> Task:
+    task_cls = entry.task_class
+    return Task(
+        name=entry.name,
+        defined_in=entry.defined_in,
+        description=entry.description,
+        objective=task_cls.objective,
+        mode=task_cls.mode,
+        settings=[
+            Setting(
+                name=name,
+                type=getattr(fld.annotation, "__name__", str(fld.annotation)),
+                default=fld.default,
+                meaning=fld.description or "",
+            )
+            for name, fld in entry.settings.model_fields.items()
+        ],
+    )
+
+
+def report_json(sweep: str, title: str, rendered: str) -> str:
+    """The report's JSON file and `--json`: a comparison's rows, or a reproduction's rows and notes."""
+    data = json.loads(rendered)
+    rows, notes = (data["rows"], data["notes"]) if isinstance(data, dict) else (data, [])
+    return dumped(Report(sweep=sweep, title=title, rows=rows, notes=notes))

@@ -1,0 +1,117 @@
+"""What the read commands print: tables that fit 80 columns (full detail under --wide), best
+first with the winner marked, JSON that validates against its documented schema, the latest
+sweep when none is named, and a partial sweep called partial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from click.testing import CliRunner
+from optuna.distributions import FloatDistribution
+
+from sweeper.cli import main
+from sweeper.results.outputs import SCHEMAS, schemas_markdown
+from sweeper.run.launch import create_sweep
+from sweeper.spec.loading import parse_spec
+from sweeper.spec.sweep import trial_config
+from sweeper.store.database import Store
+from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
+from tests.helpers import tiny_spec
+
+ROOT = Path(__file__).parents[3]
+# spec order puts lstm first; gru is best; goru's budget ran out before any trial finished
+VALUES = {"lstm": (0.4, 0.3), "gru": (0.2, 0.1), "goru": ()}
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("terminal")
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="busy", models=tuple(VALUES))), "busy.yaml")
+    url = f"sqlite:///{folder / 'sweeper.db'}"
+    store = Store(url)
+    record = create_sweep(spec, store, f"sqlite:///{folder / 'mlflow.db'}", None, None, home=folder)
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for number, value in enumerate(VALUES[study_record.model]):
+            lr = 0.001 * (number + 1)
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params={"lr": lr, "momentum_of_a_long_named_setting": 0.123456789},
+                    distributions={
+                        "lr": FloatDistribution(1e-3, 3e-2, log=True),
+                        "momentum_of_a_long_named_setting": FloatDistribution(0.0, 1.0),
+                    },
+                    value=value,
+                    intermediate_values={10: value + 0.1, 30: value},
+                    user_attrs={
+                        SEED_ATTR: number,
+                        CONFIG_ATTR: trial_config(spec, study_record.model, {"lr": lr}, number),
+                        FINAL_METRICS_ATTR: {"valid_loss": value, "parameters": 1234.0},
+                    },
+                )
+            )
+    store.dispose()
+    return url
+
+
+def invoke(storage: str, *args: str) -> str:
+    result = CliRunner().invoke(main, list(args), env={"SWEEPER_STORAGE": storage, "COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+TABLES = [
+    ["status"],
+    ["summarize"],
+    ["list"],
+    ["report", "--no-figures"],
+    ["models", "--hidden-size", "16"],
+    ["tasks"],
+]
+
+
+@pytest.mark.parametrize("args", TABLES, ids=lambda a: a[0])
+def test_every_table_fits_80_columns(storage: str, args: list[str], tmp_path: Path) -> None:
+    out = ["--out", str(tmp_path)] if args[0] == "report" else []
+    lines = invoke(storage, *args, *out).splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(line for line in lines if len(line) > 80)
+
+
+def test_status_is_best_first_with_the_winner_marked_and_full_detail_under_wide(storage: str) -> None:
+    narrow = invoke(storage, "status")
+    rows = [line for line in narrow.splitlines() if line.startswith("│") and "model" not in line]
+    assert [next(m for m in VALUES if f" {m}" in row) for row in rows] == ["gru", "lstm", "goru"]
+    assert "gru ★" in rows[0] and "★" not in rows[1] + rows[2]
+    assert "no complete trial: goru" in narrow and "best parameters" not in narrow
+    wide = invoke(storage, "status", "--wide")
+    assert "best parameters" in wide and "lr=0.002, momentum_of_a_long_named_setting=0.1235" in wide
+
+
+@pytest.mark.parametrize("command", list(SCHEMAS))
+def test_json_validates_against_its_documented_schema(storage: str, command: str, tmp_path: Path) -> None:
+    args = {"report": ["report", "--no-figures", "--out", str(tmp_path)]}.get(command, [command])
+    output = SCHEMAS[command].model_validate_json(invoke(storage, *args, "--json"))
+    assert output.version == 1
+    if command in ("status", "summarize"):
+        assert output.sweep == "busy-1" and output.winner == "gru"
+        assert [s.model for s in output.studies] == ["gru", "lstm", "goru"]
+        assert output.partial and output.missing == ["goru"]
+        assert output.studies[0].best == 0.1 and output.studies[0].best_params["lr"] == 0.002
+    if command == "report":
+        assert {row["model"] for row in output.rows} == set(VALUES)
+
+
+def test_the_json_schemas_in_the_docs_are_current() -> None:
+    assert (ROOT / "docs" / "json.md").read_text() == schemas_markdown(), (
+        "run `python -m sweeper.results.outputs > docs/json.md`"
+    )
+
+
+@pytest.mark.parametrize("command", ["summarize", "report", "export"])
+def test_commands_that_take_a_sweep_default_to_the_latest(storage: str, command: str, tmp_path: Path) -> None:
+    out = [] if command == "summarize" else ["--out", str(tmp_path)]
+    named = invoke(storage, command, "busy-1", *out)
+    assert invoke(storage, command, *out) == named
