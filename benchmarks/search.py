@@ -5,18 +5,21 @@ Every strategy runs the service's own search, one trial at a time in this proces
 `create_sweep` registers (with the papers' points when the strategy takes them), the searcher
 `study_searcher` builds (sampler, pruner, race), `warm_start`, and the per-model ASHA of
 `make_scheduler`, around `trainables.train.train`, the function every trial runs. It measures the
-search, not Ray (overhead.py measures Ray). Strategies:
+search, not Ray (overhead.py measures Ray). Strategies, in the order they run:
 
     random     random search without pruning: the baseline
+    default    what a spec gets now: multivariate TPE, the papers' points, ASHA
     old        independent TPE with ASHA, the default before the papers' points and the race
+    all        default with the warm start and the race
     +points    old, each study first trying the papers' published configurations
-    +tpe       old with multivariate, grouped TPE
-    +gp        old with Optuna's Gaussian-process sampler
+    +race      old with `budget.allocate: race`
     +warm      old, warm-started from the random sweep of the next seed (same task; what it reuses
                is not counted)
-    +race      old with `budget.allocate: race`
-    default    what a spec gets now: multivariate TPE, the papers' points, ASHA
-    all        default with the warm start and the race
+    +tpe       old with multivariate, grouped TPE
+    +gp        old with Optuna's Gaussian-process sampler
+
+TPE and GP draw their first 10 trials of a study at random (Optuna's `n_startup_trials`), so
+below 11 trials per model `+tpe` and `+gp` search as `old` does.
 
 For each task and strategy it prints the median over seeds of the iterations each model's study
 trained until one of its reports first reached the target (the task's memoryless baseline x
@@ -25,8 +28,12 @@ complete trial is lowest; named once it leads to the end), each as a ratio to ra
 many seeds the sweep named the right winner: the model with the lowest complete trial of any
 strategy and seed. Every report of every trial is written with the settings to --out.
 
-    python benchmarks/search.py --out benchmarks/results/search.json          # hours on a GPU node
-    python benchmarks/search.py --quick --strategies random old +points +warm +race default all
+Each task runs in its own process and logs every finished sweep under --work; a rerun with the
+same --work goes on from there, and --summarise reads what the logs hold without training.
+
+    python benchmarks/search.py --out benchmarks/results/search.json    # days on 2 cores
+    python benchmarks/search.py --quick --out benchmarks/results/search.json
+    python benchmarks/search.py --quick --summarise --out benchmarks/results/search.json
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from trainables.registry import TASKS
 from trainables.train import train
 
 MODELS = ("gru", "goru", "scornn", "ncgru")
+LOG = "sweeps.jsonl"
 TASK_NAMES = ("copying", "denoise")
 
 
@@ -73,16 +81,16 @@ class Strategy:
     race: bool = False
 
 
-STRATEGIES = {
+STRATEGIES = {  # in the order they run: the comparison that matters most first
     "random": Strategy("random", scheduler="none"),
+    "default": Strategy("tpe", paper_points=True),
     "old": Strategy("old"),
+    "all": Strategy("tpe", paper_points=True, warm=True, race=True),
     "+points": Strategy("old", paper_points=True),
+    "+race": Strategy("old", race=True),
+    "+warm": Strategy("old", warm=True),
     "+tpe": Strategy("tpe"),
     "+gp": Strategy("gp"),
-    "+warm": Strategy("old", warm=True),
-    "+race": Strategy("old", race=True),
-    "default": Strategy("tpe", paper_points=True),
-    "all": Strategy("tpe", paper_points=True, warm=True, race=True),
 }
 
 
@@ -215,34 +223,61 @@ def run_trial(
 
 
 def run_task(task: str, args: argparse.Namespace) -> list[Sweep]:
-    """Every strategy and seed of one task, in one store: the random sweeps first, for the warm
-    starts to reuse."""
+    """Every strategy and seed of one task, in one store under --work: strategy by strategy in
+    the order given (random first, for the warm starts to reuse), each seed in turn. Each
+    finished sweep is appended to the task's log there, and a rerun skips what the log holds,
+    so a run cut short goes on where it stopped and its finished sweeps can be summarised."""
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
-    sweeps: list[Sweep] = []
-    with tempfile.TemporaryDirectory() as folder:
-        home = Path(folder)
-        store = Store(f"sqlite:///{home / 'optuna.db'}")
-        tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
-        randoms: dict[int, SweepRecord] = {}
-        order = [("random", seed) for seed in range(args.seeds)] + [
-            (name, seed) for seed in range(args.seeds) for name in args.strategies if name != "random"
-        ]
-        for name, seed in order:
+    home = args.work / task
+    home.mkdir(parents=True, exist_ok=True)
+    sweeps = read_log(home / LOG)
+    store = Store(f"sqlite:///{home / 'optuna.db'}")
+    tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
+    done = {(s.strategy, s.seed) for s in sweeps}
+    randoms = {seed: store.get_sweep(name) for seed, name in _random_records(home / LOG).items()}
+    for name in args.strategies:
+        for seed in range(args.seeds):
+            if (name, seed) in done:
+                continue
             started = time.monotonic()
             earlier = randoms.get((seed + 1) % args.seeds)
             sweep, record = run_sweep(store, tracking_uri, home, task, name, seed, args, earlier)
             if name == "random":
                 randoms[seed] = record
             sweeps.append(sweep)
+            with (home / LOG).open("a") as log:
+                log.write(json.dumps(_finite({**asdict(sweep), "record": record.name})) + "\n")
             best = min((r.value for r in sweep.reports if r.complete), default=math.inf)
             print(
                 f"{task} seed {seed} {name:>8}: {sweep.reports[-1].sweep_iterations if sweep.reports else 0}"
                 f" iterations, best complete {best:.4f}, {time.monotonic() - started:.0f} s",
                 flush=True,
             )
+    store.dispose()
     return sweeps
+
+
+def read_log(path: Path) -> list[Sweep]:
+    """The sweeps a task's log holds."""
+    if not path.exists():
+        return []
+    sweeps = []
+    for line in path.read_text().splitlines():
+        data = json.loads(line)
+        data.pop("record")
+        data["reports"] = [Report(**r) for r in data["reports"]]
+        sweeps.append(Sweep(**data))
+    return sweeps
+
+
+def _random_records(path: Path) -> dict[int, str]:
+    """The random sweeps' names in the store, by seed, for warm starts."""
+    if not path.exists():
+        return {}
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    return {e["seed"]: e["record"] for e in entries if e["strategy"] == "random"}
 
 
 def reached(sweep: Sweep, model: str, target: float) -> float:
@@ -287,6 +322,8 @@ def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
         rows: dict[str, Any] = {}
         for name in ["random", *[n for n in args.strategies if n != "random"]]:
             runs = [s for s in mine if s.strategy == name]
+            if not runs:
+                continue
             to_target = {m: statistics.median(reached(s, m, target) for s in runs) for m in MODELS}
             to_winner = statistics.median(named_at(s, winner) for s in runs)
             rows[name] = {
@@ -324,7 +361,7 @@ def print_summary(tasks: dict[str, Any], args: argparse.Namespace) -> None:
     for task, result in tasks.items():
         print(
             f"\n{task} T={args.T}: target {result['target']:.4f} (baseline {result['baseline']:.4f} x "
-            f"{args.target}); winner {result['winner']}; median over {args.seeds} seeds; "
+            f"{args.target}); winner {result['winner']}; medians over the seeds run; "
             "iterations (ratio to random)"
         )
         print(
@@ -376,14 +413,25 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.5, help="the target as a fraction of the baseline")
     parser.add_argument("--jobs", type=int, default=2, help="tasks run in parallel, one process each")
     parser.add_argument("--out", type=Path, help="write the settings, summary and every report here")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "sweeper-search-benchmark",
+        help="the studies and each task's log of finished sweeps: a rerun goes on from there",
+    )
+    parser.add_argument(
+        "--summarise", action="store_true", help="only summarise the sweeps the logs under --work hold"
+    )
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.trials, args.iterations, args.target = 3, 6, 600, 0.9
-    if "random" not in args.strategies:
-        args.strategies = ["random", *args.strategies]
-    with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(args.tasks))) as pool:
-        per_task = pool.starmap(run_task, [(task, args) for task in args.tasks])
-    sweeps = [sweep for sweeps in per_task for sweep in sweeps]
+    args.strategies = ["random", *[name for name in args.strategies if name != "random"]]
+    if args.summarise:
+        sweeps = [sweep for task in args.tasks for sweep in read_log(args.work / task / LOG)]
+    else:
+        with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(args.tasks))) as pool:
+            per_task = pool.starmap(run_task, [(task, args) for task in args.tasks])
+        sweeps = [sweep for sweeps in per_task for sweep in sweeps]
     tasks = summarise(sweeps, args)
     print_summary(tasks, args)
     if args.out is not None:

@@ -8,6 +8,7 @@ study samples and how it is scheduled is `sweeper.run.policy`; the Ray side is `
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,7 @@ from sweeper.run.tracking import Tracker, open_tracker
 from sweeper.run.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
+from sweeper.spec.space import searched_names
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact, scrub
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
@@ -156,7 +158,13 @@ def create_sweep(
         # a tracking server keeps artifacts itself; only a local store needs a local folder
         artifacts = None if tracking_uri.startswith(("http://", "https://")) else home / "mlartifacts"
         experiment_id = tracker.call(
-            "create_experiment", tracker.experiment, name, description, artifacts, objective.mode == "min"
+            "create_experiment",
+            tracker.experiment,
+            name,
+            description,
+            artifacts,
+            objective.mode == "min",
+            searched_names(spec),
         )
     record.mlflow_experiment_id = experiment_id
     for model in spec.models:
@@ -269,6 +277,8 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
         )
         if tracker is not None:
             _summarize_parents(tracker, plans)
+            if record.mlflow_experiment_id:
+                _log_comparison(tracker, store, record)
             if tracker.missed or record.mlflow_experiment_id is None:
                 catch_up_mlflow(store, record, "MLflow was unavailable during the sweep")
             elif driver_died:
@@ -295,6 +305,21 @@ def catch_up_mlflow(store: Store, record: SweepRecord, why: str) -> None:
             scrub(str(exc), resolve_tracking_uri(record.tracking_uri or "")),
             record.name,
         )
+
+
+def _log_comparison(tracker: Tracker, store: Store, record: SweepRecord) -> None:
+    """The sweep's answer on its `report` run, one click from the runs table: every model's best
+    learning curve with the baseline in one figure, and the models ranked best first."""
+    from sweeper.results.figures import learning_curves
+    from sweeper.results.summaries import render_markdown, sorted_best_first, study_summaries
+
+    objective = stored_spec(record).resolved_objective()
+    summaries = sorted_best_first(study_summaries(store, record), objective.mode)
+    with tempfile.TemporaryDirectory() as folder:
+        curves, ranking = Path(folder) / "learning-curves.png", Path(folder) / "ranking.md"
+        learning_curves(store, record, tracker.client).savefig(curves, dpi=100)
+        ranking.write_text(render_markdown(record, objective.metric, objective.mode, summaries))
+        tracker.log_report(record.mlflow_experiment_id, [curves, ranking])
 
 
 def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,9 @@ ANSWER_VIEW_TAG = f"mlflow.sharedViewState.{ANSWER_VIEW}"  # what ?viewStateShar
 RUN_NAME_TAG = "mlflow.runName"
 
 
-def answer_view(ascending: bool) -> dict[str, Any]:
-    """The MLflow UI's view state that shows a sweep's answer: the study runs, best first."""
+def answer_view(ascending: bool, searched: Sequence[str] = ()) -> dict[str, Any]:
+    """The MLflow UI's view state that shows a sweep's answer: the study runs, best first, each
+    with its best trial's searched hyperparameters as columns."""
     return {
         "searchFilter": f"tags.`{ROLE_TAG}` = 'study'",
         "orderByKey": "metrics.`best_objective`",
@@ -38,6 +39,7 @@ def answer_view(ascending: bool) -> dict[str, Any]:
             "metrics.`best_objective`",
             "metrics.`parameters`",
             "tags.`model`",
+            *(f"tags.`best.{name}`" for name in searched),
             "attributes.`Duration`",
         ],
         "runsExpanded": {},
@@ -88,13 +90,21 @@ class Tracker:
             return None
 
     def experiment(
-        self, name: str, description: str, artifact_root: Path | None = None, ascending: bool = True
+        self,
+        name: str,
+        description: str,
+        artifact_root: Path | None = None,
+        ascending: bool = True,
+        searched: Sequence[str] = (),
     ) -> str:
         """The sweep's experiment id, created on first use: marked as model training, so MLflow 3
         opens it on its runs (not on the GenAI overview), with a shared view of the answer (the
         studies' parent runs, best first, their best objective and size as columns) that
         `runs_page` links to. `ascending`: whether a lower objective is better."""
-        tags = {EXPERIMENT_KIND_TAG: TRAINING_KIND, ANSWER_VIEW_TAG: json.dumps(answer_view(ascending))}
+        tags = {
+            EXPERIMENT_KIND_TAG: TRAINING_KIND,
+            ANSWER_VIEW_TAG: json.dumps(answer_view(ascending, searched)),
+        }
         existing = self.client.get_experiment_by_name(name)
         if existing is not None:
             for key, value in tags.items():

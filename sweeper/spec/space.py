@@ -46,6 +46,18 @@ def suggest_params(trial: optuna.Trial, spec: SweepSpec, model: str) -> dict[str
     return params
 
 
+def searched_names(spec: SweepSpec) -> list[str]:
+    """Every parameter some study of the sweep searches, by the name its trials store it under."""
+    names: dict[str, None] = {}
+    for model in spec.models:
+        for name, value in spec.space(model).items():
+            if isinstance(value, Fraction):
+                names[name + FRACTION_SUFFIX] = None
+            elif isinstance(value, IntRange | FloatRange | Choice | Grid):
+                names[name] = None
+    return list(names)
+
+
 def _value_of(
     name: str, params: Mapping[str, Any], space: Mapping[str, Any], declared: Mapping[str, Hyperparam]
 ) -> Any:

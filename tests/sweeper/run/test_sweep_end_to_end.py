@@ -84,9 +84,9 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
     best = {s["model"]: s for s in data["studies"]}
     for model, model_trials in trials.items():
         complete = [t.value for t in model_trials if t.state == TrialState.COMPLETE]
-        assert best[model]["best_value"] == pytest.approx(min(complete))
+        assert best[model]["best"] == pytest.approx(min(complete))
         assert best[model]["parameters"] > 0
-    values = [s["best_value"] for s in data["studies"]]
+    values = [s["best"] for s in data["studies"]]
     assert values == sorted(values)
 
     listing = run_cli(["list", "--storage", storage], tmp_path)
@@ -206,6 +206,7 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
     assert view["searchFilter"] == "tags.`sweeper.role` = 'study'"
     assert (view["orderByKey"], view["orderByAsc"]) == ("metrics.`best_objective`", True)
     assert {"metrics.`best_objective`", "metrics.`parameters`"} <= set(view["selectedColumns"])
+    assert {"tags.`best.hidden_size`", "tags.`best.lr`"} <= set(view["selectedColumns"])  # the searched
     trials = studies(finished_sweep.storage, finished_sweep.name)
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
     for parent in (r for r in runs if r.data.tags.get("sweeper.role") == "study"):
@@ -215,6 +216,11 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
         assert parent.data.metrics["parameters"] == best.user_attrs["final_metrics"]["parameters"] > 0
         last_end = max(t.datetime_complete for t in model_trials).timestamp() * 1000
         assert parent.info.end_time == pytest.approx(last_end, abs=1000)
+    (report,) = [r for r in runs if r.data.tags.get("sweeper.role") == "report"]  # the sweep's answer
+    assert {a.path for a in client.list_artifacts(report.info.run_id)} == {
+        "learning-curves.png",
+        "ranking.md",
+    }
     store = Store(finished_sweep.storage)
     lines, _ = ui_servers(store, store.get_sweep(finished_sweep.name), "127.0.0.1", 5000, 8080)
     runs = f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey=answer"
@@ -239,13 +245,13 @@ def test_the_ending_ranks_the_models_names_the_winner_and_what_to_run_next(finis
     best = {m: min(t.value for t in ts if t.state == TrialState.COMPLETE) for m, ts in trials.items()}
     winner, runner_up = sorted(best, key=best.get)
     table = [line for line in out.splitlines() if line.startswith("│")]
-    assert table[0].split("│")[1].strip() == winner  # best first
+    assert table[0].split("│")[1].strip() == f"{winner} ★"  # best first, marked
     assert f"winner: {winner}, best valid_loss {best[winner]:.5g}" in out
     assert f"the runner-up {runner_up} ({best[runner_up]:.5g})" in out
     for command in ("summarize", "confirm", "report", "ui"):
         assert f"sweeper {command} {finished_sweep.name}" in out
-    widths = {len(line) for line in table}
-    assert len(widths) == 1  # not squeezed to 80 columns in a pipe: every row on one line
+    assert max(len(line) for line in table) <= 80
+    assert len(table) == 2  # every row on one line within 80 columns
 
 
 def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
