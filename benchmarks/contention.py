@@ -68,14 +68,17 @@ def main() -> None:
         finally:
             for hog in hogs:
                 hog.kill()
+                hog.wait()
     share = cores / (cores + args.busy)
     expected = alone / share
-    ratio = busy / expected
     untrained = {"alone": alone_status["missing"], "busy": busy_status["missing"]}
     print(f"beside {args.busy} CPU-bound processes on {cores} cores: {busy:.0f} s")
-    print(f"CPU share {share:.2f}; expected {expected:.0f} s; ratio {ratio:.2f} (goal < 1.5)")
-    if any(untrained.values()):
-        print(f"models without a complete trial: {untrained}")
+    ratio = None
+    if any(untrained.values()):  # a sweep cut short by its time budget is no timing
+        print(f"not timed: models without a complete trial: {untrained}")
+    else:
+        ratio = busy / expected
+        print(f"CPU share {share:.2f}; expected {expected:.0f} s; ratio {ratio:.2f} (goal < 1.5)")
     record.write(
         "contention",
         "cpu",

@@ -8,8 +8,8 @@ Every strategy runs the service's own search, one trial at a time in this proces
 search, not Ray (overhead.py measures Ray). Strategies, in the order they run:
 
     random     random search without pruning: the baseline
-    default    what a spec gets now: multivariate TPE, the papers' points, ASHA
-    old        independent TPE with ASHA, the default before the papers' points and the race
+    default    a spec's defaults: multivariate, grouped TPE, the papers' points, ASHA per model
+    old        independent TPE (constant liar) with ASHA per model, no papers' points
     all        default with the warm start and the race
     +points    old, each study first trying the papers' published configurations
     +race      old with `budget.allocate: race`
@@ -25,8 +25,9 @@ For each task and strategy it prints the median over seeds of the iterations eac
 trained until one of its reports first reached the target (the task's memoryless baseline x
 --target), the iterations the sweep trained until it named the final winner (the model whose best
 complete trial is lowest; named once it leads to the end), each as a ratio to random's, and in how
-many seeds the sweep named the right winner: the model with the lowest complete trial of any
-strategy and seed. Every report of every trial is written with the settings to --out.
+many seeds the sweep named the right winner: the model with the lowest complete trial of the
+random sweeps, pooled over seeds (unpruned, and free of the strategies under test). Every report
+of every trial is written with the settings to --out.
 
 Each task runs in its own process and logs every finished sweep under --work; a rerun with the
 same --work goes on from there, and --summarise reads what the logs hold without training.
@@ -69,6 +70,7 @@ from trainables.train import train
 
 MODELS = ("gru", "goru", "scornn", "ncgru")
 LOG = "sweeps.jsonl"
+SETTINGS = ("T", "trials", "iterations", "eval_every", "hidden", "batch_size", "valid_size")  # of a log
 TASK_NAMES = ("copying", "denoise")
 
 
@@ -216,10 +218,11 @@ def run_trial(
     except Exception as exc:  # the service records a trial's error as its failure
         last = {"fail_reason": f"{type(exc).__name__}: {exc}"}
     scheduler.on_trial_complete(None, tune_trial, last)
+    plan = next(p for p in searcher.plans if p.model == model)
+    progress, completed = searcher.progress_of(trial_id), plan.counts["COMPLETE"]
     searcher.on_trial_complete(trial_id, last)
-    frozen = next(p for p in searcher.plans if p.model == model).study.trials[-1]
-    if frozen.state == optuna.trial.TrialState.COMPLETE:
-        sweep.reports.append(Report(sum(trained.values()), model, trained[model], frozen.value, True))
+    if plan.counts["COMPLETE"] > completed:  # told COMPLETE, with the best value it reported
+        sweep.reports.append(Report(sum(trained.values()), model, trained[model], progress.best, True))
 
 
 def run_task(task: str, args: argparse.Namespace) -> list[Sweep]:
@@ -232,6 +235,11 @@ def run_task(task: str, args: argparse.Namespace) -> list[Sweep]:
     warnings.simplefilter("ignore")
     home = args.work / task
     home.mkdir(parents=True, exist_ok=True)
+    settings = {name: getattr(args, name) for name in SETTINGS}
+    recorded = home / "settings.json"
+    if recorded.exists() and json.loads(recorded.read_text()) != settings:
+        raise SystemExit(f"{home} holds sweeps run with {recorded.read_text()}; use another --work")
+    recorded.write_text(json.dumps(settings))
     sweeps = read_log(home / LOG)
     store = Store(f"sqlite:///{home / 'optuna.db'}")
     tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
@@ -312,13 +320,13 @@ def named_at(sweep: Sweep, winner: str) -> float:
 def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
     tasks: dict[str, Any] = {}
     for task in args.tasks:
-        mine = [s for s in sweeps if s.task == task]
-        completes = [r for s in mine for r in s.reports if r.complete]
-        if not completes:
+        mine = [s for s in sweeps if s.task == task and s.seed < args.seeds and s.strategy in args.strategies]
+        reference = [r for s in mine if s.strategy == "random" for r in s.reports if r.complete]
+        if not reference:
             continue
         baseline = TASKS.get(task).sized({"T": args.T}).baseline
         target = baseline * args.target
-        winner = min(completes, key=lambda r: r.value).model
+        winner = min(reference, key=lambda r: r.value).model
         rows: dict[str, Any] = {}
         for name in ["random", *[n for n in args.strategies if n != "random"]]:
             runs = [s for s in mine if s.strategy == name]
@@ -331,7 +339,9 @@ def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
                 "iterations_to_winner": to_winner,
                 "right_winner": sum(named_at(s, winner) < math.inf for s in runs),
                 "seeds": len(runs),
-                "iterations": statistics.median(s.reports[-1].sweep_iterations for s in runs if s.reports),
+                "iterations": statistics.median(
+                    s.reports[-1].sweep_iterations if s.reports else 0 for s in runs
+                ),
                 "paper_points": statistics.median(s.paper_points for s in runs),
                 "reused": statistics.median(s.reused for s in runs),
             }
@@ -426,6 +436,8 @@ def main() -> None:
     if args.quick:
         args.seeds, args.trials, args.iterations, args.target = 3, 6, 600, 0.9
     args.strategies = ["random", *[name for name in args.strategies if name != "random"]]
+    if args.seeds < 2 and {"+warm", "all"} & set(args.strategies):
+        parser.error("warm starts reuse another seed's random sweep: run at least 2 seeds")
     if args.summarise:
         sweeps = [sweep for task in args.tasks for sweep in read_log(args.work / task / LOG)]
     else:

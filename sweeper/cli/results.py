@@ -74,7 +74,7 @@ def summarize(
     summaries = sorted_best_first(study_summaries(store, record), objective.mode)
     weights = importances(store, record) if importance else None
     if as_json or fmt == "json":
-        click.echo(dumped(sweep_status(record, summaries, "summary", weights)))
+        click.echo(dumped(sweep_status(record, summaries, "summarize", weights)))
     elif fmt == "markdown":
         click.echo(render_markdown(record, objective.metric, objective.mode, summaries, weights))
     else:
@@ -185,7 +185,9 @@ def report(
 
         figures = write_figures(store, record, out, tracker.client if tracker else None)
     page = out / "report.html"
-    page.write_text(report_html(report.title, report.columns, report.cells, figures, report.notes))
+    page.write_text(
+        report_html(report.title, report.columns, report.cells, figures, report.notes, report.best_row)
+    )
     files += [page, *figures]
     if tracker is not None and record.mlflow_experiment_id:
         tracker.log_report(record.mlflow_experiment_id, files)
@@ -202,6 +204,7 @@ class _Report:
     narrow: tuple[str, ...]
     cells: list[list[str]]
     notes: list[str]
+    best_row: int | None = None  # the winner's row, where the rows are ranked
 
 
 def _comparison_report(store: Store, record: SweepRecord) -> _Report:
@@ -213,7 +216,8 @@ def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
     rows = compare(store, record)
     rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
-    return _Report(title, rendered, COLUMNS, NARROW, [row_cells(row) for row in rows], [])
+    best = 0 if rows and rows[0].ours is not None else None
+    return _Report(title, rendered, COLUMNS, NARROW, [row_cells(row) for row in rows], [], best)
 
 
 def _reproduction_report(store: Store, record: SweepRecord) -> _Report:

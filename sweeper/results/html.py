@@ -13,7 +13,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; co
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-tr:first-child td { font-weight: 600; }
+tr.best td { font-weight: 600; }
 figure { margin: 2em 0; }
 figure img { max-width: 100%; }
 figcaption { color: #555; }
@@ -26,10 +26,16 @@ def report_html(
     cells: Sequence[Sequence[str]],
     figures: Sequence[Path] = (),
     notes: Sequence[str] = (),
+    best_row: int | None = None,
 ) -> str:
-    """The table (its first row is the best model's, in bold), the notes, then the figures."""
+    """The table (the best model's row, `best_row`, in bold), the notes, then the figures."""
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
-    body = "\n".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in cells)
+    body = "\n".join(
+        ('<tr class="best">' if index == best_row else "<tr>")
+        + "".join(f"<td>{escape(cell)}</td>" for cell in row)
+        + "</tr>"
+        for index, row in enumerate(cells)
+    )
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',

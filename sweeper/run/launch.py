@@ -278,7 +278,10 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
         if tracker is not None:
             _summarize_parents(tracker, plans)
             if record.mlflow_experiment_id:
-                _log_comparison(tracker, store, record)
+                try:
+                    _log_comparison(tracker, store, record)
+                except Exception as exc:  # the figure is a view; the sweep and its runs are done
+                    log.warning("could not log the comparison of %s to MLflow: %s", record.name, exc)
             if tracker.missed or record.mlflow_experiment_id is None:
                 catch_up_mlflow(store, record, "MLflow was unavailable during the sweep")
             elif driver_died:

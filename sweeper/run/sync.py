@@ -16,6 +16,7 @@ from optuna.trial import TrialState
 
 from sweeper.run.tracking import Tracker
 from sweeper.spec.loading import stored_spec
+from sweeper.spec.space import searched_names
 from sweeper.spec.sweep import trial_config
 from sweeper.store.credentials import redact
 from sweeper.store.database import Store, SweepRecord
@@ -51,6 +52,7 @@ def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCoun
             record.name,
             f"{spec.description}\n\n```yaml\n{record.spec_yaml}```",
             ascending=spec.resolved_objective().mode == "min",
+            searched=searched_names(spec),
         )
         counts.experiments += 1
     else:

@@ -99,8 +99,9 @@ class Tracker:
     ) -> str:
         """The sweep's experiment id, created on first use: marked as model training, so MLflow 3
         opens it on its runs (not on the GenAI overview), with a shared view of the answer (the
-        studies' parent runs, best first, their best objective and size as columns) that
-        `runs_page` links to. `ascending`: whether a lower objective is better."""
+        studies' parent runs, best first, their best objective, size and best trial's `searched`
+        hyperparameters as columns) that `runs_page` links to. `ascending`: whether a lower
+        objective is better."""
         tags = {
             EXPERIMENT_KIND_TAG: TRAINING_KIND,
             ANSWER_VIEW_TAG: json.dumps(answer_view(ascending, searched)),

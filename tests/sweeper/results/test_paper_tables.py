@@ -345,4 +345,4 @@ def test_the_report_is_ranked_counts_compute_and_opens_as_one_html_file(handmade
     assert result.exit_code == 0, result.output
     page = (out / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == len(list(out.glob("*.png"))) > 0
-    assert page.index("<td>gru</td>") < page.index("<td>lstm</td>")
+    assert page.index('<tr class="best"><td>gru</td>') < page.index("<td>lstm</td>")
