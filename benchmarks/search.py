@@ -448,9 +448,13 @@ def main() -> None:
     print_summary(tasks, args)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+        # where the logs lay is this machine's business, not the figures'
+        settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "work"}
+        argv = sys.argv[1:]
+        if "--work" in argv:
+            del argv[argv.index("--work") : argv.index("--work") + 2]
         data = {
-            "command": "python benchmarks/search.py " + " ".join(sys.argv[1:]),
+            "command": "python benchmarks/search.py " + " ".join(argv),
             "settings": settings,
             "torch_threads_per_task": 1,
             "tasks": tasks,
