@@ -12,7 +12,7 @@ import time
 
 import click
 
-from sweeper.cli.common import BadInput, Failed, console
+from sweeper.cli.common import BadInput, Failed, print_tables, wide_option
 from sweeper.run.jobs import JobError, Jobs, JobSummary, cluster_spec, submission_id
 
 EXIT_BY_STATUS = {"SUCCEEDED": 0, "STOPPED": 130}  # as `sweeper launch` exits: interrupted is 130
@@ -116,7 +116,8 @@ def _when(summary: JobSummary) -> str:
 
 @job.command(name="list")
 @address_option
-def list_jobs(address: str | None) -> None:
+@wide_option
+def list_jobs(address: str | None, wide: bool) -> None:
     """Every sweep submitted to the cluster, oldest first, with its status."""
     from rich.table import Table
 
@@ -125,12 +126,14 @@ def list_jobs(address: str | None) -> None:
         submitted = jobs.submitted()
     except JobError as exc:
         raise _refused(exc) from None
-    table = Table(
-        "submission id", "status", "started (duration)", "entrypoint", title=f"jobs on {jobs.address}"
-    )
+    table = Table(title=f"jobs on {jobs.address}")
+    longest = max((len(summary.submission_id) for summary in submitted), default=0)
+    table.add_column("submission id", no_wrap=True, min_width=longest)  # whole, to copy into `logs`
+    for column in ("status", "started (duration)", "entrypoint"):
+        table.add_column(column)
     for summary in submitted:
         table.add_row(summary.submission_id, summary.status, _when(summary), summary.entrypoint)
-    console.print(table)
+    print_tables(table, wide)
 
 
 @job.command()

@@ -111,8 +111,10 @@ def test_a_submitted_sweep_runs_on_the_head_and_its_logs_are_followed(cluster: C
     assert f"job {job_id}: SUCCEEDED" in followed.stderr
     listed = cluster.sweeper("list")
     assert listed.returncode == 0, listed.stderr
-    assert job_id in listed.stdout and "SUCCEEDED" in listed.stdout
-    assert f"sweeper launch {config} --profile smoke --dry-run" in listed.stdout
+    assert job_id in listed.stdout and "SUCCEEDED" in listed.stdout  # the id whole, within 80 columns
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+    wide = cluster.sweeper("list", "--wide")
+    assert f"sweeper launch {config} --profile smoke --dry-run" in wide.stdout
 
 
 def test_a_stopped_sweep_ends_cleanly_and_says_how_to_resume(

@@ -146,6 +146,7 @@ def rehearsal() -> Iterator[Rehearsal]:
                 "SWEEPER_TRACKING_URI": tracking_uri,
                 "SWEEPER_RAY_ADDRESS": address,  # `auto` inside the head pod
                 "SWEEPER_RESULTS": str(workdir / "results"),  # the shared volume's mount
+                "MPLCONFIGDIR": str(workdir / "matplotlib"),  # the pods' /tmp
             }
             ray_settings = {k: v["value"] for k, v in head_env.items() if k.startswith("RAY_")}  # as they are
             assert set(head_env) == {*local, *ray_settings}, (

@@ -175,7 +175,7 @@ def test_report_writes_files_and_logs_them_to_mlflow(finished_sweep, tmp_path):
     ]
     result = run_cli(args, finished_sweep.cwd)
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["rows"]
     assert {r["model"] for r in rows} == {"lstm", "gru"}  # T=6: no published number, still one row per model
     written = {p.name for p in out.iterdir()}
     assert {"report.md", "report.json", "report.csv", "learning-curves.png", "history-gru.png"} <= written
