@@ -148,16 +148,18 @@ def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) 
         orthogonal = {name: m for name, m in models.items() if m.orthogonal_parameters()}
         updates = fastest_round({name: orthogonal_update(m) for name, m in orthogonal.items()}, rounds)
         print(f"\nforward+backward per batch, B={B} T={T} H={H} (relative to nn.GRU, same run)")
+        paths = {name: path(model) for name, model in models.items()}
+        wide, wide_path = max(map(len, models)) + 2, max(map(len, paths.values())) + 2
         print(
-            f"{'model':<17}{'path':<44}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
+            f"{'model':<{wide}}{'path':<{wide_path}}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
         )
-        for name, model in models.items():
+        for name in models:
             update = updates.get(name)
             share = f"{100 * update / steps[name]:7.1f}%" if update is not None else f"{'-':>8}"
             update_ms = f"{1000 * update:16.2f}" if update is not None else f"{'-':>16}"
-            taken = path(model)
+            taken = paths[name]
             print(
-                f"{name:<17}{taken:<44}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
+                f"{name:<{wide}}{taken:<{wide_path}}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
                 f"{1000 * steps[name]:10.2f}{update_ms}{share}"
             )
             rows.append(

@@ -231,28 +231,34 @@ def main() -> None:
     seconds: dict[str, float] = {}
     document: dict[str, object] = {"mode": "cpu-check" if args.cpu_check else "gpu"}
 
-    def timed(name: str, run):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        result = run()
-        seconds[name] = time.perf_counter() - started
-        print(f"{name}: {seconds[name]:.0f} s", flush=True)
-        return result
+    name = f"gpu_acceptance-{'cpu-check' if args.cpu_check else 'cuda'}"
+    path = args.out / f"{name}.json"
 
-    document["compile"] = timed("compile", lambda: compile_all(setup, command))
-    document["tests"] = timed("tests", lambda: sections.kernel_tests(setup, args.out))
-    document["errors"] = timed("errors", lambda: sections.errors(setup))
-    document["steps"] = timed("steps", lambda: sections.steps(setup))
+    def timed(section: str, run):  # type: ignore[no-untyped-def]
+        """Run one section and rewrite the JSON with what is measured so far: a run cut off by a
+        time limit still leaves every finished section's figures (`complete` says whether all ran)."""
+        started = time.perf_counter()
+        document[section] = run()
+        seconds[section] = time.perf_counter() - started
+        print(f"{section}: {seconds[section]:.0f} s", flush=True)
+        record.write(name, str(setup.device), {**document, "seconds": seconds, "complete": False}, path)
+        return document[section]
+
+    timed("compile", lambda: compile_all(setup, command))
+    timed("tests", lambda: sections.kernel_tests(setup, args.out))
+    timed("errors", lambda: sections.errors(setup))
+    timed("steps", lambda: sections.steps(setup))
     gru_default = timed("gru", lambda: sections.gru_times(setup))
     gru_strict = timed("gru strict", lambda: sections.strict_gru_times(setup, command)) if setup.cuda else {}
-    document["cells"] = timed("cells", lambda: sections.cells(setup, gru_default, gru_strict))
-    document["precision"] = timed("precision", lambda: sections.precision_effects(setup))
-    document["trials"] = timed("trials", lambda: trials(setup))
-    document["packing"] = timed("packing", lambda: packing(setup))
+    timed("cells", lambda: sections.cells(setup, gru_default, gru_strict))
+    timed("precision", lambda: sections.precision_effects(setup))
+    timed("trials", lambda: trials(setup))
+    timed("packing", lambda: packing(setup))
     document["grids"] = sections.grids(setup)
     document["notes"] = setup.notes
     document["seconds"] = seconds
-    name = f"gpu_acceptance-{'cpu-check' if args.cpu_check else 'cuda'}"
-    record.write(name, str(setup.device), document, args.out / f"{name}.json")
+    document["complete"] = True
+    record.write(name, str(setup.device), document, path)
     summary(document)
 
 

@@ -43,6 +43,7 @@ def test_cpu_check_runs_the_whole_plan_and_writes_the_json(tmp_path: Path) -> No
     assert document["versions"]["torch"] and document["versions"]["triton"]
     figures = document["figures"]
     assert figures["mode"] == "cpu-check" and all(section in figures for section in SECTIONS)
+    assert figures["complete"] is True  # each section's partial write is replaced by the whole
     assert figures["tests"]["collected"] > 0 and figures["tests"]["passed"] == figures["tests"]["tests"]
     assert not figures["compile"]["failures"]
     assert {row["path"] for row in figures["errors"]} == {"rows", "givens", "split"}
