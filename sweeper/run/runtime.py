@@ -8,9 +8,12 @@ interrupted and the MLflow writes are flushed before it returns.
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +41,7 @@ log = logging.getLogger(__name__)
 
 # A stop reason that begins so (a signal, a lost database) ends the sweep interrupted, for `resume`
 INTERRUPTED = str(SweepStatus.INTERRUPTED)
+REDELIVERY_DELAY_S = 0.05  # long enough for the finalizer that swallowed a Ctrl-C to return
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,27 @@ def stop_ray() -> None:
         ray.shutdown()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def lost_interrupts_delivered() -> Iterator[None]:
+    """A Ctrl-C whose KeyboardInterrupt lands in a finalizer or a garbage-collection callback is
+    swallowed by Python, which prints "Exception ignored ... Traceback" and carries on, so the
+    abort it asked for never happens. Meanwhile, send that Ctrl-C again instead of printing it, from
+    a timer thread a moment later: sent from the hook itself, it would be handled inside the hook."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            threading.Timer(REDELIVERY_DELAY_S, _thread.interrupt_main, (signal.SIGINT,)).start()
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def connect_ray(
