@@ -37,7 +37,8 @@ ELSEWHERE = {  # not run here, and where they are covered
     "resume denoise-1": "tests/sweeper/run/test_sweep_end_to_end.py",
     "sync-mlflow denoise-1": "tests/sweeper/run/test_reliability_tracking.py",
     "data fetch": "the network; tests/trainables/tasks/test_data.py",
-    "train": "test_the_readmes_training_run_learns, below",
+    "train": "test_the_readmes_training_run_learns, below; --init-from in tests/sweeper/run/test_sweep_end_to_end.py",
+    "best": "needs kept weights: tests/sweeper/run/test_sweep_end_to_end.py, tests/sweeper/results/test_kept_weights.py",
     "reproduce ncgru": "tests/sweeper/papers/test_reproduce_end_to_end.py (dry run and smoke run)",
 }
 
@@ -98,7 +99,7 @@ def test_the_readmes_quick_examples_run_as_written(after_the_main_command: Path,
 @pytest.mark.slow
 def test_the_readmes_training_run_learns(tmp_path: Path) -> None:
     """Only a task, a model and a learning rate in the papers' range, on the defaults: it learns."""
-    (args,) = [a for a in examples() if a[0] == "train"]
+    (args,) = [a for a in examples() if a[0] == "train" and "--init-from" not in a]
     done = sweeper(args, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("step")]

@@ -34,12 +34,15 @@ class Checkpointing(Protocol):
     """Where a trial keeps its state, so a lost worker's trial continues instead of restarting.
 
     `save` is called just before the `report` it belongs with; `load` returns the last saved
-    state, or None for a fresh trial.
+    state, or None for a fresh trial. `keep_final` is called just before the last report, with the
+    trained network, so that a finished trial's weights outlive it (the sweep keeps the best).
     """
 
     def save(self, state: dict[str, Any]) -> None: ...
 
     def load(self) -> dict[str, Any] | None: ...
+
+    def keep_final(self, network: nn.Module) -> None: ...
 
 
 STRUCTURAL_KEYS = ("task", "task_settings", "model", "seed", "device")
@@ -220,6 +223,21 @@ def build(trial: TrialConfig, device: torch.device) -> tuple[Task, nn.Module, li
     return task, network, recurrent_models(network)
 
 
+def load_weights(network: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
+    """Load another run's weights, refusing (with the names) those of a different network."""
+    own = network.state_dict()
+    missing = sorted(set(own) - set(weights))
+    unexpected = sorted(set(weights) - set(own))
+    resized = sorted(k for k in set(own) & set(weights) if own[k].shape != weights[k].shape)
+    if missing or unexpected or resized:
+        found = {"missing": missing, "unexpected": unexpected, "of another shape": resized}
+        raise ValueError(
+            "the initial weights belong to another network (model, hidden size or task settings): "
+            + "; ".join(f"{what}: {', '.join(names[:5])}" for what, names in found.items() if names)
+        )
+    network.load_state_dict(weights)
+
+
 def gradients(
     task: Task, network: nn.Module, optimizers: Sequence[torch.optim.Optimizer], clip: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -250,6 +268,7 @@ def train(
     report: Report,
     checkpointing: Checkpointing | None = None,
     progress: Progress | None = None,
+    initial_weights: Mapping[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Train one model on one task and report validation metrics every `eval_every` steps.
 
@@ -257,6 +276,9 @@ def train(
     With `checkpointing`, the whole state (network with any maintained inverses, optimizers, the
     task's stream, random generators) is saved every `checkpoint_every` reports and restored at
     start; a restored trial reports `restored_from_step`.
+
+    `initial_weights` (a state dict of the same network, such as a sweep's best trial's) replace
+    the fresh initialisation, so a run continues from them; a saved checkpoint still wins.
 
     `progress`, for a person watching one run, hears the training loss at the `EARLY_STEPS`
     before the first report (reading it there costs a GPU a wait on those few steps only).
@@ -269,6 +291,8 @@ def train(
     device = pick_device(trial.device)
     task, network, rnns = build(trial, device)
     check_kernels(rnns, device)
+    if initial_weights is not None:
+        load_weights(network, initial_weights)
     facts = network_facts(task, network)
     optimizers = build_optimizers(rnns, network, trial)
 
@@ -331,6 +355,8 @@ def train(
             if limit and (held := resident_mb()) > limit:
                 raise TrialOutOfMemory(f"holds {held:.0f} MB at step {step}, over its limit of {limit} MB")
             reports += 1
+            if checkpointing is not None and final:
+                checkpointing.keep_final(network)
             if checkpointing is not None and not final and reports % hp["checkpoint_every"] == 0:
                 checkpointing.save(
                     {

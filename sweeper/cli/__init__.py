@@ -3,7 +3,7 @@
 Bad input (a spec, a storage URL, an unknown sweep, an option Click rejects) is a usage error:
 exit code 2 and one line per problem, `error: ...`, naming what to fix, before anything is
 written. A command that could not do its work for another reason exits 1 the same way. The
-commands that only read results (`status`, `list`, `summarize`, `export`, `report`, `--help`)
+commands that only read results (`status`, `list`, `summarize`, `export`, `report`, `best`, `--help`)
 import neither Ray nor torch.
 
 One module per command family (`sweeps`, `papers`, `results`, `catalog`, `jobs`) and what they
@@ -39,6 +39,7 @@ for command in (
     results.ui,
     results.report,
     results.list_sweeps,
+    results.best,
     catalog.data,
     catalog.models,
     catalog.tasks,

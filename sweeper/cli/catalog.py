@@ -8,7 +8,7 @@ from typing import Any
 import click
 import yaml
 
-from sweeper.cli.common import BadInput, Failed, json_option, print_tables, wide_option
+from sweeper.cli.common import BadInput, Failed, json_option, print_tables, tracking_option, wide_option
 
 
 @click.group()
@@ -105,19 +105,38 @@ def _parse_assignments(values: tuple[str, ...]) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--task", required=True, help="Registered task name.")
-@click.option("--model", required=True, help="Registered model name.")
+@click.option("--task", help="Registered task name (default: the --init-from run's).")
+@click.option("--model", help="Registered model name (default: the --init-from run's).")
 @click.option("--set", "assignments", multiple=True, help="NAME=VALUE: a hyperparameter or a task setting.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
-def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device: str) -> None:
+@click.option(
+    "--init-from",
+    help="Continue from kept weights: a sweep trial's MLflow run id, or a folder `sweeper best` "
+    "wrote. Its model, task and hyperparameters are the defaults; --set overrides them.",
+)
+@tracking_option
+def train(
+    task: str | None,
+    model: str | None,
+    assignments: tuple[str, ...],
+    seed: int,
+    device: str,
+    init_from: str | None,
+    tracking_uri: str | None,
+) -> None:
     """Run one training run in this process, without Ray, printing metrics as it goes."""
     from trainables.data import DataError
     from trainables.train import TrialConfig, TrialDiverged, TrialOutOfMemory, config_from_settings
     from trainables.train import train as run_training
 
+    weights, kept = _initial_weights(init_from, tracking_uri) if init_from else (None, {})
+    task, model = task or kept.get("task"), model or kept.get("model")
+    if task is None or model is None:
+        raise BadInput("--task and --model are required (or --init-from, whose run names them)")
     try:
-        config = config_from_settings(task, model, _parse_assignments(assignments), seed, device)
+        settings = {**_kept_settings(kept, task, model), **_parse_assignments(assignments)}
+        config = config_from_settings(task, model, settings, seed, device)
         TrialConfig.from_mapping(config).check_runnable()
     except KeyError as exc:  # an unknown task or model, named with the registered ones
         raise BadInput(exc.args[0]) from None
@@ -132,8 +151,51 @@ def train(task: str, model: str, assignments: tuple[str, ...], seed: int, device
         click.echo(f"step {step:>7}  train_loss={loss:.5g}  wall_time={seconds:.3g}")
 
     try:
-        run_training(config, report, progress=early)
+        run_training(config, report, progress=early, initial_weights=weights)
     except (TrialDiverged, TrialOutOfMemory) as exc:
         raise Failed(f"the run stopped: {exc}") from None
     except DataError as exc:  # the task's files are not here: what to fetch, and from where
         raise BadInput(str(exc)) from None
+    except ValueError as exc:  # weights of another network
+        raise BadInput(f"--init-from {init_from}: {exc}") from None
+
+
+def _initial_weights(init_from: str, tracking_uri: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The state dict and the details (model, task, settings, hyperparameters) of kept weights:
+    a folder `sweeper best` wrote, or a trial run's, fetched from MLflow."""
+    import tempfile
+
+    from sweeper.results.kept_weights import kept_details, run_weights
+    from sweeper.store.locations import default_tracking_uri
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-init-") as tmp:
+        folder = Path(init_from)
+        try:
+            if not folder.is_dir():
+                from mlflow.tracking import MlflowClient
+
+                uri = tracking_uri or default_tracking_uri()
+                folder = run_weights(MlflowClient(tracking_uri=uri), uri, init_from, Path(tmp) / "model")
+            details = kept_details(folder)
+            import mlflow.pytorch
+
+            network = mlflow.pytorch.load_model(str(folder), map_location="cpu")
+        except LookupError as exc:
+            raise BadInput(f"--init-from {init_from}: {exc.args[0]}") from None
+        except Exception as exc:  # an unknown run id, an unreachable tracking server
+            raise BadInput(f"--init-from {init_from}: {type(exc).__name__}: {exc}") from None
+    click.echo(
+        f"initial weights: {details.get('model')} trial {details.get('trial')} of {details.get('study')} "
+        f"({details.get('objective')} {details.get('value')})",
+        err=True,
+    )
+    return network.state_dict(), details
+
+
+def _kept_settings(kept: dict[str, Any], task: str, model: str) -> dict[str, Any]:
+    """The kept run's task settings and hyperparameters, where it ran the same task and model."""
+    if kept.get("task") != task or kept.get("model") != model:
+        return {}
+    config = dict(kept.get("config", {}))
+    structural = {"task", "model", "task_settings", "seed", "device"}
+    return {**config.get("task_settings", {}), **{k: v for k, v in config.items() if k not in structural}}

@@ -1,5 +1,5 @@
-"""Commands that only read results: status, summarize, export, report, list, ui. They import
-neither Ray nor torch."""
+"""Commands that only read results: status, summarize, export, report, list, ui, best. They
+import neither Ray nor torch."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from sweeper.cli.common import (
+    BadInput,
+    Failed,
     find_sweep,
     json_option,
     open_store,
@@ -245,3 +247,41 @@ def list_sweeps(storage: str | None, wide: bool, as_json: bool) -> None:
         click.echo(dumped(sweep_list(store.url, store.list_sweeps())))
         return
     print_tables(sweeps_table(store.url, store.list_sweeps()), wide)
+
+
+@click.command()
+@click.argument("sweep", required=False)
+@storage_option
+@click.option("--model", help="Only this model's study.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder.")
+def best(sweep: str | None, storage: str | None, model: str | None, out: Path) -> None:
+    """Fetch the trained weights of each study's best trial of SWEEP (default: the latest) into
+    OUT/<model>: MLflow PyTorch models, read by `mlflow.pytorch.load_model` and by
+    `sweeper train --init-from OUT/<model>`."""
+    from sweeper.results.kept_weights import fetch_best
+    from sweeper.results.summaries import study_summaries
+    from sweeper.run.tracking import open_tracker
+    from sweeper.store.locations import resolve_tracking_uri
+
+    store = open_store(storage, sweep)
+    record = find_sweep(store, sweep)
+    summaries = [s for s in study_summaries(store, record) if model is None or s.model == model]
+    if not summaries:
+        known = ", ".join(s.model for s in study_summaries(store, record))
+        raise BadInput(f"--model {model}: sweep {record.name} has no study of it (its models: {known})")
+    tracker = open_tracker(record.tracking_uri) if record.tracking_uri else None
+    if tracker is None or not record.mlflow_experiment_id:
+        raise Failed(f"sweep {record.name} has no MLflow experiment to keep weights in")
+    studies = [(s.model, s.study, s.best_trial) for s in summaries]
+    out.mkdir(parents=True, exist_ok=True)
+    uri = resolve_tracking_uri(record.tracking_uri)
+    fetched = fetch_best(tracker.client, uri, record.mlflow_experiment_id, studies, out)
+    for item in fetched:
+        if item.folder is not None:
+            click.echo(
+                f"{item.model}: trial {item.trial}, {item.value:.5g}, run {item.run_id} -> {item.folder}"
+            )
+        else:
+            click.echo(f"{item.model}: no weights ({item.missing})", err=True)
+    if not any(item.folder is not None for item in fetched):
+        raise Failed(f"no weights fetched from sweep {record.name}")

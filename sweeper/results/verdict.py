@@ -69,5 +69,6 @@ def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float 
         f"  sweeper confirm {name} --seeds 3      # retrain each best configuration on fresh seeds",
         f"  sweeper report {name}                 # beside the papers' tables, with figures",
         f"  sweeper ui {name}                     # the runs in MLflow",
+        f"  sweeper best {name} --out best        # each model's best trained network",
     ]
     return lines

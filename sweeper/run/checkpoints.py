@@ -12,12 +12,13 @@ deletes the superseded ones, on a thread of its own so that a slow filesystem ho
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ray.tune import Callback, Checkpoint
 
-from sweeper.run.search import driver_only_state
+from sweeper.run.recorder import driver_only_state
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,20 @@ def delete_checkpoint(checkpoint: Checkpoint) -> None:
         log.warning("could not delete the superseded checkpoint %s: %s", checkpoint.path, exc)
 
 
-class CheckpointPruner(Callback):
-    """Deletes a trial's checkpoint once a newer one is persisted, and its last when it ends."""
+Keeper = Callable[[str, Checkpoint | None], None]
 
-    def __init__(self) -> None:
+
+class CheckpointPruner(Callback):
+    """Deletes a trial's checkpoint once a newer one is persisted, and its last when it ends.
+
+    A trial that ran to its end reported its trained network in its last checkpoint: `keeper`
+    (the searcher's, which knows whether the trial is its study's best) sees it before it goes.
+    """
+
+    def __init__(self, keeper: Keeper | None = None) -> None:
         self._newest: dict[str, Checkpoint] = {}
         self._deleter: ThreadPoolExecutor | None = None
+        self._keeper = keeper
 
     def __getstate__(self) -> dict[str, Any]:
         return driver_only_state(self)
@@ -54,6 +63,12 @@ class CheckpointPruner(Callback):
             self._delete(previous)
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        """Tune calls this after the searcher's `on_trial_complete`: the trial's outcome is known."""
+        if self._keeper is not None:
+            try:
+                self._keeper(trial.trial_id, self._newest.get(trial.trial_id))
+            except Exception as exc:  # the weights are lost, not the sweep
+                log.warning("could not keep the final weights of trial %s: %s", trial.trial_id, exc)
         self._forget(trial.trial_id)
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:

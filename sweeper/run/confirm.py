@@ -23,8 +23,8 @@ from sqlalchemy import select
 from sweeper.results.retrained import confirmed, test_metric
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.run.progress import ProgressDisplay
+from sweeper.run.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.runtime import RunEnd, drive, results_dir, start_ray
-from sweeper.run.search import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.tracking import Tracker, open_tracker
 from sweeper.run.workers import local_cpus
 from sweeper.spec.loading import stored_spec

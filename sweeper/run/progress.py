@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sweeper.run.search import driver_only_state
+from sweeper.run.recorder import driver_only_state
 
 Rows = list[dict[str, Any]]  # per model: complete, pruned, fail, running, budget, best
 PLAIN_EVERY_S = 30.0

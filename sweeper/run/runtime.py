@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 
 from sweeper.run.checkpoints import CheckpointPruner
 from sweeper.run.progress import ProgressCallback, ProgressDisplay
-from sweeper.run.search import driver_only_state
+from sweeper.run.recorder import driver_only_state
 from sweeper.run.tune_patches import patched_tune
 from sweeper.run.workers import TrialResources, local_ray_options
 from sweeper.spec.preflight import gpu_problems
@@ -266,7 +266,7 @@ def drive(
                 storage_path=runs_dir,
                 verbose=2 if verbose else 0,
                 stop=_BudgetStopper(searcher, deadline),
-                callbacks=[ProgressCallback(display), CheckpointPruner()],
+                callbacks=[ProgressCallback(display), CheckpointPruner(searcher.keep_final_weights)],
                 failure_config=FailureConfig(max_failures=spec.budget.retries),
             ),
         )

@@ -1,5 +1,5 @@
-"""Ray Tune searchers of sweeper: one that serves several Optuna studies at once, with faithful
-trial states, and the bookkeeping it shares with the confirmation runs.
+"""The sweep's Ray Tune searcher: it serves several Optuna studies at once, with faithful trial
+states, and keeps each study's best network (its bookkeeping is `recorder`'s).
 
 One study per (task, model). Interleaving the studies in one Tune run keeps every worker busy:
 no study's tail leaves the cluster idle while the next model waits. A searcher lives in the
@@ -13,21 +13,18 @@ which does not count toward the trial budget, so `resume` runs it again.
 
 from __future__ import annotations
 
-import functools
 import logging
-import math
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
-from ray.tune.result import AUTO_RESULT_KEYS
 from ray.tune.search import Searcher
 
 from sweeper.run.race import Race
-from sweeper.run.tracking import RunRef, Tracker, TrialWriter
+from sweeper.run.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
+from sweeper.run.tracking import Tracker
+from sweeper.run.weights import WeightsDetails, final_weights_folder
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.store.database import DATABASE_ERRORS
@@ -46,155 +43,13 @@ from sweeper.store.trial_record import (
     steps_trained,
     trial_seed,
 )
-from trainables.hyperparams import TRAINING
 
-RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
-RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
 log = logging.getLogger(__name__)
 
 
 def paper_tag(attrs: dict[str, Any]) -> dict[str, str]:
     """The MLflow tag of a trial that starts from a paper's configuration."""
     return {"sweeper.paper_point": attrs[PAPER_POINT_ATTR]} if PAPER_POINT_ATTR in attrs else {}
-
-
-def database_guarded(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Retry a searcher hook through short database outages; past them, stop the sweep cleanly.
-
-    A hook that still fails sets `stop_reason` (the sweep ends as interrupted) and returns
-    `default`. Its trial stays RUNNING in the study, so `resume` reconciles and reruns it once
-    the database is back: nothing is silently dropped, and Tune never sees the exception.
-    """
-
-    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def guarded(self: ResultRecorder, *args: Any, **kwargs: Any) -> Any:
-            for attempt in range(self.database_retries + 1):
-                try:
-                    return method(self, *args, **kwargs)
-                except DATABASE_ERRORS as exc:
-                    if attempt == self.database_retries:
-                        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-                        self.stop_reason = (
-                            self.stop_reason or f"interrupted: the study database is unreachable ({reason})"
-                        )
-                        log.error(
-                            "%s; stopping the sweep, resume it once the database is back", self.stop_reason
-                        )
-                        return default
-                    time.sleep(self.database_backoff * 2**attempt)
-            return default
-
-        return guarded
-
-    return wrap
-
-
-def driver_only_state(obj: Any) -> dict[str, Any]:
-    """What Tune may pickle of a driver-side object: its plain settings, never its connections.
-
-    Tune pickles its configuration for `Tuner.restore`; sweeper resumes from the studies instead,
-    so a restored copy only needs to exist, not to work.
-    """
-    return {k: v for k, v in vars(obj).items() if isinstance(v, (str, int, float, bool, type(None)))}
-
-
-@dataclass
-class Progress:
-    """What one running Tune trial has shown so far."""
-
-    iterations: int
-    run: RunRef | None
-    last_step: int = 0
-    seconds: float = 0.0  # training time reported so far (Tune's time_total_s)
-    best: float | None = None
-    fail_reason: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-class ResultRecorder(Searcher):
-    """Bookkeeping shared by sweeper's searchers: results, best values, and why a trial ended."""
-
-    def __init__(self, spec: SweepSpec, tracker: Tracker | None) -> None:
-        objective = spec.resolved_objective()
-        super().__init__(metric=objective.metric, mode=objective.mode)
-        self.spec = spec
-        self.tracker = TrialWriter(tracker) if tracker is not None else None
-        self.stop_reason: str | None = None
-        self.database_retries = 3
-        self.database_backoff = 1.0  # seconds, doubled per retry: 1 + 2 + 4 before giving up
-
-    def better(self, current: float | None, value: float | None) -> float | None:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return current
-        if current is None:
-            return value
-        return min(current, value) if self.mode == "min" else max(current, value)
-
-    def progress_of(self, trial_id: str) -> Progress | None:
-        raise NotImplementedError
-
-    def fail(self, trial_id: str, reason: str) -> None:
-        """Record why a trial is being stopped (time limit), so it ends as FAIL, not PRUNED."""
-        progress = self.progress_of(trial_id)
-        if progress is not None:
-            progress.fail_reason = reason
-
-    def new_progress(self, config: dict[str, Any], run: RunRef | None) -> Progress:
-        return Progress(config.get("iterations", TRAINING["iterations"].default), run)
-
-    def flush_tracking(self) -> None:
-        """Wait for the queued MLflow writes: before the sweep's summary, or a test's look."""
-        if self.tracker is not None:
-            self.tracker.flush()
-
-    def observe(self, progress: Progress, result: dict[str, Any]) -> tuple[int, float] | None:
-        """Take one result; return (step, objective) for a new step with a finite objective.
-
-        Tune may hand the last result to `on_trial_complete` only, or to both hooks: a step is
-        taken once.
-        """
-        if result.get("fail_reason"):
-            progress.fail_reason = str(result["fail_reason"])
-            return None
-        if "step" not in result or int(result["step"]) <= progress.last_step:
-            return None
-        step = int(result["step"])
-        progress.last_step = step
-        progress.seconds = float(result.get("time_total_s", progress.seconds))
-        progress.metrics = {
-            k: v for k, v in result.items() if k not in RAY_KEYS and not k.startswith("config/")
-        }
-        if self.tracker is not None:
-            self.tracker.log_metrics(progress.run, step, progress.metrics)
-        value = result.get(self.metric)
-        if value is None or not math.isfinite(value):
-            return None
-        progress.best = self.better(progress.best, value)
-        return step, value
-
-    def outcome(self, progress: Progress, error: bool) -> tuple[TrialEnd, str | None]:
-        if progress.fail_reason is not None:
-            return TrialEnd.FAIL, progress.fail_reason
-        if error:
-            return TrialEnd.FAIL, "the trial's worker process crashed (see the Ray logs)"
-        if progress.last_step >= progress.iterations:
-            if progress.best is None:
-                return TrialEnd.FAIL, f"no finite {self.metric} was reported"
-            return TrialEnd.COMPLETE, None
-        if self.stop_reason is not None:
-            return TrialEnd.INTERRUPTED, self.stop_reason
-        return TrialEnd.PRUNED, None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return driver_only_state(self)
-
-    # The database holds the state; Tune's own copy would only go stale.
-    def save(self, checkpoint_path: str) -> None:
-        return None
-
-    def restore(self, checkpoint_path: str) -> None:
-        return None
 
 
 @dataclass
@@ -251,6 +106,7 @@ class MultiStudySearcher(ResultRecorder):
         self.experiment_id = experiment_id
         self.race: Race | None = None  # set once the plans hold what the studies have done
         self._live: dict[str, LiveTrial] = {}
+        self._completed: dict[str, tuple[LiveTrial, float]] = {}  # until their weights are seen
         for plan in plans:
             for frozen in plan.study.get_trials(deepcopy=False, states=FINISHED_STATES):
                 if counts_toward_budget(frozen):
@@ -335,8 +191,37 @@ class MultiStudySearcher(ResultRecorder):
             return
         if result:
             self._report(live, result)
-        self._tell(live, *self.outcome(live.progress, error))
+        outcome, reason = self.outcome(live.progress, error)
+        self._tell(live, outcome, reason)
         del self._live[trial_id]
+        if outcome == TrialEnd.COMPLETE and live.progress.best is not None:
+            self._completed[trial_id] = (live, live.progress.best)
+
+    def keep_final_weights(self, trial_id: str, checkpoint: Any | None) -> None:
+        """Keep the trial's trained network when it is its study's best so far (the study's
+        earlier best is dropped then): each study ends with its best trial's weights."""
+        completed = self._completed.pop(trial_id, None)
+        if completed is None or checkpoint is None or self.tracker is None or self.experiment_id is None:
+            return
+        live, value = completed
+        if value != live.plan.best:
+            return
+        folder = final_weights_folder(checkpoint)
+        if folder is None:
+            return
+        config = dict(live.trial.user_attrs.get(CONFIG_ATTR, {}))
+        details = WeightsDetails(
+            study=live.plan.name,
+            model=live.plan.model,
+            task=self.spec.task.name,
+            task_settings=dict(config.get("task_settings", {})),
+            hyperparameters=dict(live.trial.params),
+            config=config,
+            objective=self.metric,
+            value=value,
+            trial=live.trial.number,
+        )
+        self.tracker.keep_weights(live.progress.run, self.experiment_id, folder, details)
 
     def abandon_running(self, reason: str) -> None:
         """Mark every trial still running as interrupted (the sweep is stopping).

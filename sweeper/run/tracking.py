@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from sweeper.run.weights import WeightsDetails, log_weights
 from sweeper.store.credentials import redact, scrub
 from sweeper.store.locations import ANSWER_VIEW, resolve_tracking_uri
 
@@ -279,6 +281,28 @@ class TrialWriter:
 
     def finish_trial(self, run: RunRef | None, state: str, value: float | None, reason: str | None) -> None:
         self._to_run(run, "finish", lambda run_id: self.tracker.finish_trial(run_id, state, value, reason))
+
+    def keep_weights(
+        self, run: RunRef | None, experiment_id: str, folder: Path, details: WeightsDetails
+    ) -> None:
+        """Log a finished trial's network (in `folder`, removed afterwards) as its study's kept model."""
+
+        def write() -> None:
+            run_id = run.id() if run is not None else None
+            if run_id is None:
+                shutil.rmtree(folder, ignore_errors=True)
+                return
+            try:
+                log_weights(self.tracker.client, experiment_id, run_id, folder, details)
+            except Exception as exc:  # the weights are lost, not the sweep's other MLflow writes
+                log.warning(
+                    "could not keep the weights of %s trial %d in MLflow: %s",
+                    details.model,
+                    details.trial,
+                    scrub(str(exc), self.tracker.tracking_uri),
+                )
+
+        self._submit("log_weights", write)
 
     def _to_run(self, run: RunRef | None, what: str, write: Callable[[str], None]) -> None:
         """Queue a write to `run`, skipped when the run was never created."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.pt"
+FINAL_FILE = "final.pt"  # a finished trial's network (pickled, on the CPU), with its last report
 
 
 class RayCheckpointing:
@@ -28,6 +29,16 @@ class RayCheckpointing:
 
         folder = tempfile.mkdtemp(prefix="sweeper-checkpoint-")
         torch.save(state, Path(folder) / STATE_FILE)
+        self._pending = folder
+
+    def keep_final(self, network: Any) -> None:
+        """The trained network goes with the last report, for the driver to keep if it is the best."""
+        import copy
+
+        import torch
+
+        folder = tempfile.mkdtemp(prefix="sweeper-final-")
+        torch.save(copy.deepcopy(network).cpu(), Path(folder) / FINAL_FILE)
         self._pending = folder
 
     def load(self) -> dict[str, Any] | None:

@@ -70,6 +70,11 @@ class MemoryCheckpointing:
     def load(self) -> dict | None:
         return self.restore
 
+    def keep_final(self, network: torch.nn.Module) -> None:
+        import copy
+
+        self.final = copy.deepcopy(network.state_dict())
+
 
 @pytest.mark.parametrize(
     ("model", "task", "extra"),
@@ -139,3 +144,55 @@ def test_a_trial_over_its_memory_limit_fails_with_the_reason():
         assert reports == [10, 20]
     finally:
         MODELS._entries.pop("hoarding")
+
+
+def small_run(**extra) -> dict:
+    return {
+        "task": "adding",
+        "model": "gru",
+        "task_settings": {"T": 6, "valid_size": 64},
+        "hidden_size": 8,
+        "batch_size": 16,
+        "lr": 0.01,
+        "optimizer": "adam",
+        **extra,
+    }
+
+
+def test_a_finished_run_hands_over_its_trained_weights_with_its_last_report():
+    order = []
+    saver = MemoryCheckpointing()
+
+    def report(step: int, metrics: dict) -> None:
+        order.append((step, hasattr(saver, "final")))
+
+    train(small_run(iterations=30, eval_every=10), report, saver)
+    assert order == [(10, False), (20, False), (30, True)]
+    assert set(saver.final) and all(torch.isfinite(v).all() for v in saver.final.values())
+
+
+def test_a_run_continues_from_initial_weights():
+    """From a trained network's weights, the first report is as good as that network, far better
+    than a fresh start's with the same seed."""
+    trained = MemoryCheckpointing()
+    train(small_run(iterations=300, eval_every=300), lambda step, metrics: None, trained)
+    first: dict[str, list[float]] = {"fresh": [], "continued": []}
+    config = small_run(iterations=1, eval_every=1, lr=1e-5)
+    train(config, lambda step, metrics: first["fresh"].append(metrics["valid_loss"]))
+    train(
+        config,
+        lambda step, metrics: first["continued"].append(metrics["valid_loss"]),
+        initial_weights=trained.final,
+    )
+    assert first["continued"][0] < 0.5 * first["fresh"][0]
+
+
+def test_initial_weights_of_another_network_are_refused_with_their_names():
+    trained = MemoryCheckpointing()
+    train(small_run(iterations=1, eval_every=1), lambda step, metrics: None, trained)
+    with pytest.raises(ValueError, match=r"another network .*of another shape: .*rnn"):
+        train(
+            small_run(iterations=1, eval_every=1, hidden_size=12),
+            lambda s, m: None,
+            initial_weights=trained.final,
+        )

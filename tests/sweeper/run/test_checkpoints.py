@@ -55,3 +55,31 @@ def test_a_checkpoint_already_gone_is_no_error(tmp_path: Path) -> None:
     (tmp_path / "checkpoint_000000" / "state.pt").unlink()
     (tmp_path / "checkpoint_000000").rmdir()
     pruner.on_trial_complete(iteration=1, trials=[trial], trial=trial)
+
+
+def test_the_keeper_sees_a_trials_last_checkpoint_before_it_is_deleted(tmp_path: Path) -> None:
+    seen = []
+
+    def keeper(trial_id: str, checkpoint: Checkpoint | None) -> None:
+        seen.append((trial_id, checkpoint and (Path(checkpoint.path) / "state.pt").read_bytes()))
+
+    done, pruned = SimpleNamespace(trial_id="done"), SimpleNamespace(trial_id="pruned")
+    pruner = CheckpointPruner(keeper)
+    last = persisted(tmp_path / "checkpoint_000000")
+    pruner.on_checkpoint(iteration=0, trials=[done], trial=done, checkpoint=last)
+    pruner.on_trial_complete(iteration=1, trials=[done], trial=done)
+    pruner.on_trial_complete(iteration=1, trials=[pruned], trial=pruned)
+    assert seen == [("done", b"state"), ("pruned", None)]
+    assert not Path(last.path).exists()
+
+
+def test_a_failing_keeper_costs_the_weights_not_the_run(tmp_path: Path, caplog) -> None:
+    def keeper(trial_id: str, checkpoint: Checkpoint | None) -> None:
+        raise OSError("disk full")
+
+    trial = SimpleNamespace(trial_id="t")
+    pruner = CheckpointPruner(keeper)
+    pruner.on_checkpoint(iteration=0, trials=[trial], trial=trial, checkpoint=persisted(tmp_path / "c"))
+    pruner.on_trial_complete(iteration=1, trials=[trial], trial=trial)
+    assert "could not keep the final weights of trial t: disk full" in caplog.text
+    assert not (tmp_path / "c").exists()

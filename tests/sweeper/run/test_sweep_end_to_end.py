@@ -196,6 +196,43 @@ def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
     assert "denoise-1 (finished)" in status.stdout
 
 
+def test_each_study_keeps_its_best_trials_weights_and_a_run_continues_from_them(finished_sweep, tmp_path):
+    """One READY PyTorch model per study, linked to its best trial's run; pruned trials keep none;
+    `sweeper train --init-from RUN` starts from those weights, on the run's own settings."""
+    from sweeper.results.kept_weights import WEIGHTS_TAG, study_models
+    from sweeper.store.trial_record import MLFLOW_RUN_ATTR
+
+    client = MlflowClient(finished_sweep.tracking)
+    (experiment,) = [e for e in client.search_experiments() if e.name == finished_sweep.name]
+    for model, model_trials in studies(finished_sweep.storage, finished_sweep.name).items():
+        best = min((t for t in model_trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
+        (kept,) = study_models(client, experiment.experiment_id, f"{finished_sweep.name}/denoise/{model}")
+        assert kept.status.name == "READY", model
+        assert kept.source_run_id == best.user_attrs[MLFLOW_RUN_ATTR]
+        for trial in model_trials:
+            tags = client.get_run(trial.user_attrs[MLFLOW_RUN_ATTR]).data.tags
+            assert (WEIGHTS_TAG in tags) == (trial.number == best.number), (model, trial.number)
+    gru = min(
+        (
+            t
+            for t in studies(finished_sweep.storage, finished_sweep.name)["gru"]
+            if t.state == TrialState.COMPLETE
+        ),
+        key=lambda t: t.value,
+    )
+    args = [
+        "train",
+        "--init-from",
+        gru.user_attrs[MLFLOW_RUN_ATTR],
+        "--tracking-uri",
+        finished_sweep.tracking,
+    ]
+    continued = run_cli([*args, "--set", "iterations=10", "--set", "eval_every=10"], tmp_path)
+    assert continued.returncode == 0, continued.stdout + continued.stderr
+    assert f"initial weights: gru trial {gru.number} of {finished_sweep.name}/denoise/gru" in continued.stderr
+    assert f"parameters={gru.user_attrs['final_metrics']['parameters']:.5g}" in continued.stdout
+
+
 def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
     """What the MLflow UI is given: a training experiment (MLflow 3 opens it on its runs), parent
     runs whose metrics are the best objective and its network size, and whose time is the study's."""
