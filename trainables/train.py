@@ -20,7 +20,7 @@ from torch import nn
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
 from trainables.models.base import OrthogonalModel, RecurrentModel
-from trainables.models.kernel_choice import resolve_kernel
+from trainables.models.kernel_choice import resolve_kernel, triton_cache_problem
 from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS, TASKS
 from trainables.sizing import count_parameters
@@ -180,10 +180,15 @@ def reads_every_step(device: torch.device) -> bool:
 
 
 def check_kernels(rnns: Sequence[RecurrentModel], device: torch.device) -> None:
-    """Raise ValueError, before any step, for `kernel: fused` where it cannot run."""
-    for rnn in rnns:
-        if isinstance(rnn, OrthogonalModel):
-            resolve_kernel(rnn.kernel, device)
+    """Raise ValueError, before any step, for `kernel: fused` where it cannot run, and where the
+    fused kernels (`auto` on CUDA included) could not be compiled for want of a writable cache."""
+    fused = [
+        rnn
+        for rnn in rnns
+        if isinstance(rnn, OrthogonalModel) and resolve_kernel(rnn.kernel, device) == "fused"
+    ]
+    if fused and device.type == "cuda" and (problem := triton_cache_problem()) is not None:
+        raise ValueError(problem)
 
 
 def kernel_facts(rnns: Sequence[RecurrentModel]) -> dict[str, str]:

@@ -42,7 +42,7 @@ def expected_tag(image: str) -> str:
 
 
 def base_images() -> dict[str, dict[str, str]]:
-    kustomization = yaml.safe_load((DEPLOY / "base" / "kustomization.yaml").read_text())
+    kustomization = yaml.safe_load((DEPLOY / "components" / "images" / "kustomization.yaml").read_text())
     return {entry["name"]: entry for entry in kustomization["images"]}
 
 

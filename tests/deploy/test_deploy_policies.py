@@ -87,6 +87,42 @@ def test_the_pods_kuberay_creates_are_hardened(resources: list[Resource]) -> Non
     assert not problems, "\n".join(problems)
 
 
+# where a read-only container writes: Triton's kernels, torch's and matplotlib's caches, temp files
+CACHE_VARIABLES = (
+    "HOME",
+    "XDG_CACHE_HOME",
+    "TRITON_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "MPLCONFIGDIR",
+    "TMPDIR",
+)
+
+
+def test_every_read_only_container_writes_its_caches_to_a_small_writable_volume(
+    resources: list[Resource],
+) -> None:
+    """With `readOnlyRootFilesystem`, Triton could not compile the fused kernels into ~/.triton at
+    first use: every such container points each cache at a size-limited emptyDir it may write."""
+    checked = 0
+    for resource in resources:
+        for container in containers(resource):
+            if not container.body.get("securityContext", {}).get("readOnlyRootFilesystem"):
+                continue
+            env = env_of(container.body)
+            for name in CACHE_VARIABLES:
+                assert "value" in env.get(name, {}), f"{container.where}: {name} is not set"
+                path = env[name]["value"]
+                volume = mounted_volume(container.pod, container.body, path)
+                assert volume is not None, f"{container.where}: {name}={path} is on the read-only root"
+                assert volume.get("emptyDir", {}).get("sizeLimit"), f"{container.where}: {name} on {volume}"
+                mount = next(
+                    m for m in container.body["volumeMounts"] if m["mountPath"] == volume["mountPath"]
+                )
+                assert not mount.get("readOnly"), f"{container.where}: {name}={path} is mounted read-only"
+            checked += 1
+    assert checked >= 5
+
+
 def test_pods_share_nothing_with_the_node_and_hold_no_api_token_they_do_not_need(
     resources: list[Resource],
 ) -> None:
@@ -424,6 +460,11 @@ def test_the_readme_walks_through_the_install() -> None:
         "create secret generic",
         "CREATE DATABASE optuna",  # production databases
         "kubectl apply -k deploy/overlays/dev",
+        "kubectl apply -k deploy/overlays/dev-sweep",  # a sweep is not part of the install
+        "components/kueue",  # sharing the cluster
+        "components/priority",
+        "components/quota",
+        "TRITON_CACHE_DIR",
         "create job --from=cronjob/sweeper-data-fetch",  # data
         "sweeper job submit",  # first and second sweep, resume, as Ray jobs
         "ray job submit",

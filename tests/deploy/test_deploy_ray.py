@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from tests.deploy.workloads import (
     DEPLOY,
+    OVERLAYS,
     REPO,
     Pod,
     env_of,
@@ -31,6 +32,8 @@ from tests.deploy.workloads import (
     ray_cluster_spec,
     ray_pods,
     ray_resources,
+    render_install,
+    render_sweep,
 )
 
 Resource = dict[str, Any]
@@ -49,6 +52,27 @@ LAUNCH_VALUE_OPTIONS = {
 
 def groups(resource: Resource) -> dict[str, dict[str, Any]]:
     return {g["groupName"]: g for g in ray_cluster_spec(resource)["workerGroupSpecs"]}
+
+
+# --- installing is not running ---------------------------------------------------------------------
+
+
+def test_installing_starts_no_sweep_and_a_sweep_overlay_holds_only_its_rayjob() -> None:
+    """`kubectl apply -k deploy/overlays/<env>` installs the long-lived parts and no RayJob; the
+    `<env>-sweep` overlay renders one RayJob and nothing else, so deleting it stops the sweep
+    without touching the install. Every overlay under deploy/overlays is one or the other."""
+    listed = sorted(p.name for p in (DEPLOY / "overlays").iterdir() if p.is_dir())
+    assert listed == sorted([*OVERLAYS, *(f"{env}-sweep" for env in OVERLAYS)])
+    for env in OVERLAYS:
+        install = render_install(env)
+        assert not [r for r in install if r["kind"] == "RayJob"], env
+        cluster = find(install, "RayCluster", "sweeper")
+        assert all(g["replicas"] == g["minReplicas"] == 0 for g in cluster["spec"]["workerGroupSpecs"])
+        (job,) = render_sweep(env)
+        assert job["kind"] == "RayJob" and job["metadata"]["namespace"] == "sweeper"
+        assert job["spec"]["rayClusterSpec"] == cluster["spec"], (
+            f"{env}: the sweep runs the install's cluster"
+        )
 
 
 # --- where trials land ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -99,11 +99,23 @@ def start_ray(processes: Processes, env: dict[str, str], head_cpus: str, worker_
     return address
 
 
-def start_mlflow(processes: Processes, env: dict[str, str], container: dict[str, Any], database: str) -> str:
+def under_pod_tmp(container: dict[str, Any], pod_tmp: Path) -> dict[str, str]:
+    """The container's variables that point under the pod's /tmp volume, pointed under `pod_tmp`."""
+    return {
+        name: str(pod_tmp / PurePosixPath(item["value"]).relative_to("/tmp"))
+        for name, item in env_of(container).items()
+        if str(item.get("value", "")).startswith("/tmp")
+    }
+
+
+def start_mlflow(
+    processes: Processes, env: dict[str, str], container: dict[str, Any], database: str, pod_tmp: Path
+) -> str:
     """The Deployment's `mlflow server` command and arguments, bound to a free loopback port; returns
     its URI at once (its schema migrations run while Ray starts: wait for `/health`)."""
     assert container["command"][0] == "mlflow"
-    assert set(env_of(container)) == {"MLFLOW_BACKEND_STORE_URI", "MLFLOW_ARTIFACTS_DESTINATION"}
+    caches = under_pod_tmp(container, pod_tmp)
+    assert set(env_of(container)) == {"MLFLOW_BACKEND_STORE_URI", "MLFLOW_ARTIFACTS_DESTINATION", *caches}
     port = free_port()
     args = [a for a in container["args"] if not a.startswith(("--host=", "--port=", "--workers="))]
     argv = [sys.executable, "-m", "mlflow", *container["command"][1:], *args]
@@ -111,6 +123,7 @@ def start_mlflow(processes: Processes, env: dict[str, str], container: dict[str,
     local = {
         "MLFLOW_BACKEND_STORE_URI": database,
         "MLFLOW_ARTIFACTS_DESTINATION": str(processes.logdir / "artifacts"),
+        **caches,
     }
     processes.start("mlflow", argv, {**env, **local})
     return f"http://127.0.0.1:{port}"
@@ -132,13 +145,14 @@ def rehearsal() -> Iterator[Rehearsal]:
     )
     # short: Ray's unix socket paths under the temp dir must stay below ~107 characters
     workdir = Path(tempfile.mkdtemp(prefix="swr", dir="/tmp"))
-    # the pods' home directory is on their read-only root filesystem: nothing may write there
-    env["HOME"] = str(workdir / "home")
-    (workdir / "home").mkdir()
+    # the pods' /tmp, an empty volume: their home, caches and temp files are under it (not made yet)
+    pod_tmp = workdir / "tmp"
+    pod_tmp.mkdir()
+    under_tmp = under_pod_tmp(cluster["headGroupSpec"]["template"]["spec"]["containers"][0], pod_tmp)
     processes = Processes(workdir)
     with throwaway_databases(2) as (studies_db, mlflow_db):
         try:
-            tracking_uri = start_mlflow(processes, env, mlflow, mlflow_db)
+            tracking_uri = start_mlflow(processes, env, mlflow, mlflow_db, pod_tmp)
             address = start_ray(processes, env, cluster["headGroupSpec"]["rayStartParams"]["num-cpus"], 2)
             processes.wait_for("the MLflow server", lambda: http_ok(f"{tracking_uri}/health"))
             local = {
@@ -146,7 +160,7 @@ def rehearsal() -> Iterator[Rehearsal]:
                 "SWEEPER_TRACKING_URI": tracking_uri,
                 "SWEEPER_RAY_ADDRESS": address,  # `auto` inside the head pod
                 "SWEEPER_RESULTS": str(workdir / "results"),  # the shared volume's mount
-                "MPLCONFIGDIR": str(workdir / "matplotlib"),  # the pods' /tmp
+                **under_tmp,
             }
             ray_settings = {k: v["value"] for k, v in head_env.items() if k.startswith("RAY_")}  # as they are
             assert set(head_env) == {*local, *ray_settings}, (
@@ -206,5 +220,3 @@ def test_a_smoke_sweep_with_the_manifests_environment(rehearsal: Rehearsal) -> N
     assert all(r.data.tags["mlflow.parentRunId"] in parent_ids for r in children)
     # the driver kept nothing on its own disk: every record is in the services
     assert not any(rehearsal.workdir.iterdir()), sorted(rehearsal.workdir.rglob("*"))
-    home = Path(rehearsal.env["HOME"])
-    assert not any(home.iterdir()), f"written under HOME (read-only in the pods): {sorted(home.rglob('*'))}"

@@ -75,8 +75,19 @@ def kustomize(directory: Path) -> list[Resource]:
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
 
 
-def render_overlay(name: str) -> list[Resource]:
+def render_install(name: str) -> list[Resource]:
+    """What `kubectl apply -k deploy/overlays/<name>` installs."""
     return kustomize(DEPLOY / "overlays" / name)
+
+
+def render_sweep(name: str) -> list[Resource]:
+    """What `kubectl apply -k deploy/overlays/<name>-sweep` adds to start a sweep."""
+    return kustomize(DEPLOY / "overlays" / f"{name}-sweep")
+
+
+def render_overlay(name: str) -> list[Resource]:
+    """Everything an environment runs: its install and a sweep's RayJob."""
+    return render_install(name) + render_sweep(name)
 
 
 def ray_cluster_spec(resource: Resource) -> dict[str, Any] | None:

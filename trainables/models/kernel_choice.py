@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import tempfile
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
@@ -63,6 +65,25 @@ def fused_problem(device: torch.device, dtype: torch.dtype = torch.float32) -> s
     if dtype != torch.float32:
         return f"the dtype is {dtype}, and the fused kernels compute in float32"
     return triton_problem()
+
+
+def triton_cache_problem() -> str | None:
+    """Why Triton could not keep the kernels it compiles, or None when it can. It writes each one
+    into its cache directory at first use; on a read-only filesystem that fails deep in the
+    compiler, so a trial checks the directory before its first step and names it."""
+    from triton import knobs
+
+    folder = Path(knobs.cache.dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return (
+            f"Triton's kernel cache {folder} is not writable ({exc.strerror or exc}): "
+            "set TRITON_CACHE_DIR (or HOME) to a writable directory"
+        )
+    return None
 
 
 def resolve_kernel(setting: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Kernel:

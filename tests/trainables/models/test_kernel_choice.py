@@ -53,3 +53,25 @@ def test_interpreter_runs_fused_on_a_cpu(monkeypatch: pytest.MonkeyPatch) -> Non
     pytest.importorskip("triton")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert resolve_kernel("fused", CPU) == "fused"
+
+
+def test_a_cuda_trial_names_an_unwritable_kernel_cache_before_its_first_step(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """A read-only root filesystem (a hardened pod without TRITON_CACHE_DIR) would fail deep in
+    Triton's compiler at the first fused step; the trial says which directory and what to set."""
+    from trainables.train import check_kernels
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(blocked / "cache"))
+    cuda = torch.device("cuda")  # nothing is allocated: the check runs before any step
+    with pytest.raises(
+        ValueError, match=rf"Triton's kernel cache {blocked / 'cache'} is not writable.*TRITON_CACHE_DIR"
+    ):
+        check_kernels([MODELS.get("goru").create(3, 8)], cuda)
+    check_kernels([MODELS.get("goru").create(3, 8, kernel="loop")], cuda)  # the loop compiles nothing
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    check_kernels([MODELS.get("goru").create(3, 8)], cuda)
+    assert (tmp_path / "cache").is_dir()

@@ -1,0 +1,116 @@
+"""The optional components for a shared cluster (deploy/components: kueue, priority, quota), turned
+on as deploy/README.md says: listed in an install overlay's `components:` before its
+environment's, their pod-side parts in the matching `-sweep` overlay's build. Each renders alone
+and with the others, on dev and prod, into valid objects that do what they are for."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.deploy.test_deploy_schemas import K8S_VERSIONS
+from tests.deploy.workloads import DEPLOY, OVERLAYS, find, kustomize, pods, quantity, ray_cluster_spec
+
+Resource = dict[str, Any]
+OPTIONAL = ("kueue", "priority", "quota")
+INSTALL_PART = {"kueue": "kueue", "priority": "priority", "quota": "quota"}
+SWEEP_PART = {"kueue": "kueue/labels", "priority": "priority/pods"}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+COMBINATIONS = [c for n in range(1, len(OPTIONAL) + 1) for c in itertools.combinations(OPTIONAL, n)]
+
+
+def turned_on(tmp_path: Path, env: str, chosen: tuple[str, ...]) -> list[Resource]:
+    """A copy of deploy/ with `chosen` turned on for `env`; its install and its sweep, rendered."""
+    deploy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, deploy, ignore=shutil.ignore_patterns("__pycache__"))
+    for kustomization, parts, up in (
+        (deploy / "overlays" / env / "kustomization.yaml", INSTALL_PART, "../../components/"),
+        (
+            deploy / "overlays" / f"{env}-sweep" / "build" / "kustomization.yaml",
+            SWEEP_PART,
+            "../../../components/",
+        ),
+    ):
+        document = yaml.safe_load(kustomization.read_text())
+        document["components"] = [up + parts[c] for c in chosen if c in parts] + document["components"]
+        kustomization.write_text(yaml.safe_dump(document, sort_keys=False))
+    return kustomize(deploy / "overlays" / env) + kustomize(deploy / "overlays" / f"{env}-sweep")
+
+
+@pytest.mark.parametrize("env", OVERLAYS)
+@pytest.mark.parametrize("chosen", COMBINATIONS, ids="+".join)
+def test_each_component_renders_alone_and_with_the_others(
+    tmp_path: Path, env: str, chosen: tuple[str, ...]
+) -> None:
+    resources = turned_on(tmp_path, env, chosen)
+    kinds = {r["kind"] for r in resources}
+    assert ("LocalQueue" in kinds) == ("kueue" in chosen)
+    assert ("PriorityClass" in kinds) == ("priority" in chosen)
+    assert (
+        {"ResourceQuota", "LimitRange"} <= kinds
+        if "quota" in chosen
+        else not {"ResourceQuota", "LimitRange"} & kinds
+    )
+    core = [r for r in resources if r["kind"] in ("PriorityClass", "ResourceQuota", "LimitRange")]
+    for resource in core:
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(resource, version, strict=True)
+    ray = [r for r in resources if r["kind"] in ("RayCluster", "RayJob")]
+    assert {r["kind"] for r in ray} == {"RayCluster", "RayJob"}
+    if "kueue" in chosen:
+        queue = find(resources, "LocalQueue", "sweeper")
+        assert queue["metadata"]["namespace"] == "sweeper" and queue["spec"]["clusterQueue"]
+        assert all(r["metadata"]["labels"][QUEUE_LABEL] == "sweeper" for r in ray)
+    if "priority" in chosen:
+        priority = find(resources, "PriorityClass", "sweeper-sweep")
+        assert priority["value"] < 0 and priority["preemptionPolicy"] == "Never"  # below the default 0
+        for resource in ray:
+            for pod in pods(resource):
+                assert pod.spec.get("priorityClassName") == "sweeper-sweep", pod.where
+
+
+def pod_limits(resources: list[Resource]) -> dict[str, float]:
+    """What every pod of `resources` holds at once at its limits, Ray worker groups at maxReplicas."""
+    total: dict[str, float] = {"cpu": 0.0, "memory": 0.0, "nvidia.com/gpu": 0.0, "pods": 0.0}
+    for resource in resources:
+        cluster = ray_cluster_spec(resource)
+        groups = {g["groupName"]: g for g in cluster["workerGroupSpecs"]} if cluster else {}
+        for pod in pods(resource):
+            group = next((g for name, g in groups.items() if pod.where.endswith(f" {name}")), None)
+            copies = group["maxReplicas"] if group else 1
+            total["pods"] += copies
+            for container in pod.spec["containers"]:
+                for key in ("cpu", "memory", "nvidia.com/gpu"):
+                    value = container.get("resources", {}).get("limits", {}).get(key)
+                    total[key] += copies * (quantity(value) if value is not None else 0.0)
+        if cluster and cluster.get("enableInTreeAutoscaling"):
+            limits = cluster.get("autoscalerOptions", {}).get("resources", {}).get("limits", {})
+            total["cpu"] += quantity(limits.get("cpu", "0"))
+            total["memory"] += quantity(limits.get("memory", "0"))
+    return total
+
+
+def test_the_quota_holds_prods_install_at_full_scale_and_admits_every_container(tmp_path: Path) -> None:
+    """The quota is sized so that prod's install fits at its largest (a RayJob's own cluster then
+    shares what is left: under Kueue it waits for it); the LimitRange's maximum admits every
+    container the manifests define (a larger one would be refused at admission)."""
+    resources = turned_on(tmp_path, "prod", ("quota",))
+    hard = find(resources, "ResourceQuota", "sweeper")["spec"]["hard"]
+    held = pod_limits([r for r in resources if r["kind"] != "RayJob"])
+    assert held["cpu"] <= quantity(hard["limits.cpu"]), held
+    assert held["memory"] <= quantity(hard["limits.memory"]), held
+    assert held["nvidia.com/gpu"] <= quantity(hard["requests.nvidia.com/gpu"]), held
+    assert held["pods"] <= int(hard["pods"]), held
+    (limit,) = find(resources, "LimitRange", "sweeper")["spec"]["limits"]
+    for resource in resources:
+        for pod in pods(resource):
+            for container in pod.spec["containers"]:
+                for key, most in limit["max"].items():
+                    value = container.get("resources", {}).get("limits", {}).get(key)
+                    assert value is None or quantity(value) <= quantity(most), (pod.where, key, value)
