@@ -25,7 +25,8 @@ from sweeper.store.states import TrialEnd
 from trainables.hyperparams import TRAINING
 
 RUN_ID_WAIT_S = 5.0  # how long a trial's end waits for MLflow to have created its run
-RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason"}
+RAY_KEYS = {*AUTO_RESULT_KEYS, "done", "trial_id", "experiment_tag", "step", "fail_reason", "fail_traceback"}
+TRACEBACK_CHARS = 20_000  # a traceback's end, where the error is, as the study keeps it
 log = logging.getLogger(__name__)
 
 
@@ -80,6 +81,7 @@ class Progress:
     seconds: float = 0.0  # training time reported so far (Tune's time_total_s)
     best: float | None = None
     fail_reason: str | None = None
+    fail_traceback: str | None = None  # the trial code's own, where it raised
     metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -127,6 +129,8 @@ class ResultRecorder(Searcher):
         """
         if result.get("fail_reason"):
             progress.fail_reason = str(result["fail_reason"])
+            if result.get("fail_traceback"):
+                progress.fail_traceback = str(result["fail_traceback"])[-TRACEBACK_CHARS:]
             return None
         if "step" not in result or int(result["step"]) <= progress.last_step:
             return None

@@ -267,6 +267,10 @@ def drive(
                 verbose=2 if verbose else 0,
                 stop=_BudgetStopper(searcher, deadline),
                 callbacks=[ProgressCallback(display), CheckpointPruner(searcher.keep_final_weights)],
+                # each trial's stdout and stderr, kept in its folder under `runs_dir` (the shared
+                # results volume on a cluster), where they outlive the Ray cluster
+                log_to_file=True,
+                sync_config=tune.SyncConfig(sync_artifacts=True),
                 failure_config=FailureConfig(max_failures=spec.budget.retries),
             ),
         )

@@ -32,6 +32,7 @@ from sweeper.store.states import TrialEnd
 from sweeper.store.trial_record import (
     CONFIG_ATTR,
     FAIL_REASON_ATTR,
+    FAIL_TRACEBACK_ATTR,
     FINAL_METRICS_ATTR,
     FINISHED_STATES,
     INTERRUPTED_ATTR,
@@ -243,6 +244,8 @@ class MultiStudySearcher(ResultRecorder):
         state = TrialState.FAIL if outcome == TrialEnd.INTERRUPTED else TrialState[outcome]
         if reason is not None:
             live.trial.set_user_attr(FAIL_REASON_ATTR, reason[:2000])
+        if live.progress.fail_traceback is not None:
+            live.trial.set_user_attr(FAIL_TRACEBACK_ATTR, live.progress.fail_traceback)
         if outcome == TrialEnd.INTERRUPTED:
             live.trial.set_user_attr(INTERRUPTED_ATTR, True)
         value = live.progress.best if state == TrialState.COMPLETE else None
@@ -261,7 +264,9 @@ class MultiStudySearcher(ResultRecorder):
         if self.race is not None and outcome != TrialEnd.INTERRUPTED:
             self.race.update()
         if self.tracker is not None:
-            self.tracker.finish_trial(live.progress.run, state.name, value, reason)
+            self.tracker.finish_trial(
+                live.progress.run, state.name, value, reason, live.progress.fail_traceback
+            )
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per-study progress for the live display."""

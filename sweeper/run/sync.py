@@ -23,6 +23,7 @@ from sweeper.store.database import Store, SweepRecord
 from sweeper.store.trial_record import (
     CONFIG_ATTR,
     FAIL_REASON_ATTR,
+    FAIL_TRACEBACK_ATTR,
     INTERRUPTED_ATTR,
     SEED_ATTR,
     best_trial,
@@ -148,5 +149,6 @@ def _sync_trial(
     reason = trial.user_attrs.get(FAIL_REASON_ATTR)
     if INTERRUPTED_ATTR in trial.user_attrs:
         reason = reason or "interrupted"
-    tracker.finish_trial(run_id, state, trial.value if trial.state == TrialState.COMPLETE else None, reason)
+    value = trial.value if trial.state == TrialState.COMPLETE else None
+    tracker.finish_trial(run_id, state, value, reason, trial.user_attrs.get(FAIL_TRACEBACK_ATTR))
     counts.completed += 1

@@ -28,6 +28,7 @@ TRAINING_KIND = "custom_model_development"  # MLflow 3's kind for model training
 ROLE_TAG = "sweeper.role"  # study (a parent run), trial, confirmation or report
 ANSWER_VIEW_TAG = f"mlflow.sharedViewState.{ANSWER_VIEW}"  # what ?viewStateShareKey=answer opens
 RUN_NAME_TAG = "mlflow.runName"
+TRACEBACK_ARTIFACT = "traceback.txt"  # a failed trial's, on its run
 
 
 def answer_view(ascending: bool, searched: Sequence[str] = ()) -> dict[str, Any]:
@@ -171,12 +172,23 @@ class Tracker:
         tags = [RunTag(k, v) for k, v in metrics.items() if isinstance(v, str)]
         self.call("log_batch", self.client.log_batch, run_id, metrics=batch, tags=tags)
 
-    def finish_trial(self, run_id: str | None, state: str, value: float | None, reason: str | None) -> None:
+    def finish_trial(
+        self,
+        run_id: str | None,
+        state: str,
+        value: float | None,
+        reason: str | None,
+        traceback: str | None = None,
+    ) -> None:
+        """Close the trial's run; a failure's reason as a tag and its traceback as `traceback.txt`,
+        readable after the Ray cluster (and its logs) are gone."""
         if run_id is None:
             return
         self.call("set_tag", self.client.set_tag, run_id, "state", state)
         if reason:
             self.call("set_tag", self.client.set_tag, run_id, "fail_reason", reason[:5000])
+        if traceback:
+            self.call("log_text", self.client.log_text, run_id, traceback, TRACEBACK_ARTIFACT)
         if value is not None:
             self.call("log_metric", self.client.log_metric, run_id, "objective", value)
         status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state, "FAILED")
@@ -279,8 +291,18 @@ class TrialWriter:
         values = dict(metrics)
         self._to_run(run, "log_batch", lambda run_id: self.tracker.log_metrics(run_id, step, values))
 
-    def finish_trial(self, run: RunRef | None, state: str, value: float | None, reason: str | None) -> None:
-        self._to_run(run, "finish", lambda run_id: self.tracker.finish_trial(run_id, state, value, reason))
+    def finish_trial(
+        self,
+        run: RunRef | None,
+        state: str,
+        value: float | None,
+        reason: str | None,
+        traceback: str | None = None,
+    ) -> None:
+        def finish(run_id: str) -> None:
+            self.tracker.finish_trial(run_id, state, value, reason, traceback)
+
+        self._to_run(run, "finish", finish)
 
     def keep_weights(
         self, run: RunRef | None, experiment_id: str, folder: Path, details: WeightsDetails

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -95,4 +96,5 @@ def run_trial(config: dict[str, Any], plugins: tuple[str, ...] = ()) -> None:
         load_all(plugins)  # a plugin this machine cannot import fails the trial, with the reason
         train(config, report, checkpointing)
     except Exception as exc:  # every failure becomes FAIL with its reason, not a lost worker
-        checkpointing.report({"fail_reason": f"{type(exc).__name__}: {exc}"})
+        failure = {"fail_reason": f"{type(exc).__name__}: {exc}", "fail_traceback": traceback.format_exc()}
+        checkpointing.report(failure)

@@ -18,6 +18,7 @@ SEED_ATTR = "seed"
 CONFIG_ATTR = "config"  # the whole flat config the trial trained with (`spec.trial_config`)
 FINAL_METRICS_ATTR = "final_metrics"
 FAIL_REASON_ATTR = "fail_reason"
+FAIL_TRACEBACK_ATTR = "fail_traceback"  # where in the trial code it failed, kept past the cluster
 INTERRUPTED_ATTR = "sweeper_interrupted"
 MLFLOW_RUN_ATTR = "mlflow_run_id"
 SAMPLER_ATTR = "sampler"  # a study's: how it draws its trials (`run.policy.sampler_text`)

@@ -19,7 +19,7 @@ from tests.helpers import tiny_spec
 
 class RecordingTracker:
     def __init__(self):
-        self.started, self.metrics, self.finished = [], [], []
+        self.started, self.metrics, self.finished, self.tracebacks = [], [], [], []
 
     def start_trial(self, experiment_id, parent, study, task, model, number, params, extra_tags=None):
         self.started.append((study, number, params))
@@ -28,8 +28,9 @@ class RecordingTracker:
     def log_metrics(self, run_id, step, metrics):
         self.metrics.append((run_id, step, metrics))
 
-    def finish_trial(self, run_id, state, value, reason):
+    def finish_trial(self, run_id, state, value, reason, traceback=None):
         self.finished.append((run_id, state, value, reason))
+        self.tracebacks.append(traceback)
 
 
 def make(trials=3, models=("lstm", "gru"), tracker=None):
@@ -99,13 +100,21 @@ def test_a_raising_trial_fails_with_its_reason_and_the_search_goes_on():
     searcher, plans, tracker = make()
     searcher.suggest("a")
     report(searcher, "a", [10], [0.9])
-    searcher.on_trial_complete("a", {"fail_reason": "TrialDiverged: loss nan at step 12"})
+    where = (
+        'Traceback (most recent call last):\n  File "train.py", line 9\nTrialDiverged: loss nan at step 12\n'
+    )
+    searcher.on_trial_complete(
+        "a", {"fail_reason": "TrialDiverged: loss nan at step 12", "fail_traceback": "x" * 30_000 + where}
+    )
     trial = next(p.study for p in plans if p.study.trials).trials[0]
     assert trial.state == TrialState.FAIL
     assert trial.user_attrs["fail_reason"] == "TrialDiverged: loss nan at step 12"
+    kept = trial.user_attrs["fail_traceback"]
+    assert kept.endswith(where) and len(kept) == 20_000  # its end, where the error is
     assert INTERRUPTED_ATTR not in trial.user_attrs
     searcher.flush_tracking()
     assert tracker.finished[-1][1] == "FAIL" and "nan" in tracker.finished[-1][3]
+    assert tracker.tracebacks[-1] == kept
     assert isinstance(searcher.suggest("b"), dict)
 
 

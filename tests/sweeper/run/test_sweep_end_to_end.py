@@ -110,10 +110,22 @@ def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(tmp_
     trials = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "faults-1")
     exploding = trials["exploding"]
     assert len(exploding) == 4
+    client = MlflowClient(f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}")
     for trial in exploding:
         assert trial.state == TrialState.FAIL
         assert trial.user_attrs["fail_reason"] == "RuntimeError: exploding model failed on purpose"
         assert trial.intermediate_values == {}  # it failed at step 6, before its first report
+        # where it failed, readable once the Ray cluster and its logs are gone (this one has stopped)
+        traceback = trial.user_attrs["fail_traceback"]
+        assert "sweeper_test_plugin.py" in traceback and traceback.rstrip().endswith(
+            "RuntimeError: exploding model failed on purpose"
+        )
+        run_id = trial.user_attrs["mlflow_run_id"]
+        assert client.download_artifacts(run_id, "traceback.txt", str(tmp_path)) and (
+            (tmp_path / "traceback.txt").read_text() == traceback
+        )
+    outputs = sorted((tmp_path / "sweeps" / "ray_results").rglob("stderr"))
+    assert len(outputs) >= 8, "every trial keeps its stdout and stderr beside its results"
     gru = trials["gru"]
     assert len(gru) == 4
     assert {t.state for t in gru} == {TrialState.COMPLETE, TrialState.PRUNED}
