@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -17,6 +18,7 @@ from tests.deploy.workloads import (
     REPO,
     containers,
     head_container,
+    kustomize,
     project_version,
     ray_cluster_spec,
     ray_resources,
@@ -177,3 +179,45 @@ def test_the_readme_builds_the_tags_the_manifests_run() -> None:
     readme = (DEPLOY / "README.md").read_text()
     for name, entry in base_images().items():
         assert f"-t {name}:{entry['newTag']} " in readme, name
+
+
+def test_prods_images_are_pinned_by_digest_after_a_push(tmp_path: Path) -> None:
+    """deploy/pin_digests.py writes the registry's digest beside each prod image's newName, and
+    prod then runs `name@sha256:...` everywhere; the next push's digests replace the last ones and
+    nothing else in the file changes."""
+    import importlib.util
+    import shutil
+
+    loader = importlib.util.spec_from_file_location("pin_digests", DEPLOY / "pin_digests.py")
+    pinning = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(pinning)
+    deploy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, deploy, ignore=shutil.ignore_patterns("__pycache__"))
+    prod, tags = (
+        deploy / "components" / "prod" / "kustomization.yaml",
+        deploy / "components" / "images" / "kustomization.yaml",
+    )
+    before = prod.read_text()
+    asked: list[str] = []
+    for push in ("a", "b"):
+
+        def resolve(reference: str, push: str = push) -> str:
+            asked.append(reference)
+            return "sha256:" + (push + str(len(reference) % 10)) * 32
+
+        pinning.main([], resolve, prod, tags)
+        rendered = kustomize(deploy / "overlays" / "prod") + kustomize(deploy / "overlays" / "prod-sweep")
+        images = {c.body["image"] for r in rendered for c in containers(r) if "image" in c.body}
+        images.discard(None)
+        sweeper = {i for i in images if "sweeper-ray" in i}
+        assert sweeper and all(
+            re.fullmatch(r"registry\.example\.com/ml/sweeper-ray(-gpu)?@sha256:[0-9a-f]{64}", i)
+            for i in sweeper
+        )
+        assert all(f"sha256:{push}" in i for i in sweeper), sweeper
+    assert asked[:2] == [
+        f"registry.example.com/ml/sweeper-ray:{expected_tag('sweeper-ray')}",
+        f"registry.example.com/ml/sweeper-ray-gpu:{expected_tag('sweeper-ray-gpu')}",
+    ]
+    after = [line for line in prod.read_text().splitlines() if "digest:" not in line]
+    assert after == before.splitlines()

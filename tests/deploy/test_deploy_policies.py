@@ -465,6 +465,10 @@ def test_the_readme_walks_through_the_install() -> None:
         "components/priority",
         "components/quota",
         "TRITON_CACHE_DIR",
+        "deploy/pin_digests.py",  # upgrades: digests, schema migrations, rollback
+        "mlflow db upgrade",
+        "optuna storage upgrade",
+        "To roll back",
         "create job --from=cronjob/sweeper-data-fetch",  # data
         "sweeper job submit",  # first and second sweep, resume, as Ray jobs
         "ray job submit",

@@ -220,3 +220,42 @@ def test_a_smoke_sweep_with_the_manifests_environment(rehearsal: Rehearsal) -> N
     assert all(r.data.tags["mlflow.parentRunId"] in parent_ids for r in children)
     # the driver kept nothing on its own disk: every record is in the services
     assert not any(rehearsal.workdir.iterdir()), sorted(rehearsal.workdir.rglob("*"))
+
+
+def test_the_schema_upgrades_run_before_the_services_and_are_repeatable(tmp_path: Path) -> None:
+    """The init containers of MLflow and of the Ray head, run as written with their Secret's URL:
+    on a fresh database they create the schema the image expects, and a second run (the next
+    rollout) changes nothing and succeeds."""
+    import sqlalchemy as sa
+
+    manifests = render_overlay("prod")
+    mlflow = find(manifests, "Deployment", "mlflow")["spec"]["template"]["spec"]["initContainers"]
+    head = find(manifests, "RayCluster", "sweeper")["spec"]["headGroupSpec"]["template"]["spec"][
+        "initContainers"
+    ]
+    (mlflow_upgrade,) = mlflow
+    (optuna_upgrade,) = head
+    with throwaway_databases(2) as (mlflow_db, optuna_db):
+        for container, variable, database, table in (
+            (mlflow_upgrade, "MLFLOW_BACKEND_STORE_URI", mlflow_db, "alembic_version"),
+            (optuna_upgrade, "OPTUNA_STORAGE", optuna_db, "version_info"),
+        ):
+            assert (
+                "secretKeyRef" in env_of(container)[variable]["valueFrom"]
+            )  # the URL is never in the manifest
+            env = {
+                **os.environ,
+                variable: database,
+                "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            }
+            env.update(under_pod_tmp(container, tmp_path))
+            for attempt in (1, 2):
+                done = subprocess.run(
+                    container["command"], env=env, capture_output=True, text=True, timeout=300
+                )
+                assert done.returncode == 0, (container["name"], attempt, done.stdout + done.stderr)
+            engine = sa.create_engine(database)
+            try:
+                assert table in sa.inspect(engine).get_table_names(), container["name"]
+            finally:
+                engine.dispose()
