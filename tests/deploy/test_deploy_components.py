@@ -1,11 +1,11 @@
-"""The optional components for a shared cluster (deploy/components: kueue, priority, quota), turned
+"""The optional components for a shared cluster (deploy/components: kueue, priority, quota,
+monitoring), turned
 on as deploy/README.md says: listed in an install overlay's `components:` before its
 environment's, their pod-side parts in the matching `-sweep` overlay's build. Each renders alone
 and with the others, on dev and prod, into valid objects that do what they are for."""
 
 from __future__ import annotations
 
-import itertools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,11 +18,11 @@ from tests.deploy.test_deploy_schemas import K8S_VERSIONS
 from tests.deploy.workloads import DEPLOY, OVERLAYS, find, kustomize, pods, quantity, ray_cluster_spec
 
 Resource = dict[str, Any]
-OPTIONAL = ("kueue", "priority", "quota")
-INSTALL_PART = {"kueue": "kueue", "priority": "priority", "quota": "quota"}
+OPTIONAL = ("kueue", "priority", "quota", "monitoring")
+INSTALL_PART = {name: name for name in OPTIONAL}
 SWEEP_PART = {"kueue": "kueue/labels", "priority": "priority/pods"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-COMBINATIONS = [c for n in range(1, len(OPTIONAL) + 1) for c in itertools.combinations(OPTIONAL, n)]
+COMBINATIONS = [(name,) for name in OPTIONAL] + [OPTIONAL]  # alone, and together
 
 
 def turned_on(tmp_path: Path, env: str, chosen: tuple[str, ...]) -> list[Resource]:
@@ -67,6 +67,24 @@ def test_each_component_renders_alone_and_with_the_others(
         queue = find(resources, "LocalQueue", "sweeper")
         assert queue["metadata"]["namespace"] == "sweeper" and queue["spec"]["clusterQueue"]
         assert all(r["metadata"]["labels"][QUEUE_LABEL] == "sweeper" for r in ray)
+    assert ("PodMonitor" in kinds) == ("monitoring" in chosen)
+    if "monitoring" in chosen:
+        monitor = find(resources, "PodMonitor", "sweeper-ray")
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        assert [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]] == ["metrics"]  # KubeRay's 8080
+        scrape = find(resources, "NetworkPolicy", "prometheus-scrapes-ray")
+        assert scrape["spec"]["podSelector"]["matchLabels"] == selector
+        (rule,) = scrape["spec"]["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
+        assert rule["from"] == [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ]
+        for resource in ray:
+            for pod in pods(resource):
+                if pod.where.endswith("submitter"):
+                    continue
+                assert selector.items() <= pod.metadata["labels"].items(), pod.where  # every Ray node
+                assert pod.metadata["annotations"]["prometheus.io/port"] == "8080", pod.where
     if "priority" in chosen:
         priority = find(resources, "PriorityClass", "sweeper-sweep")
         assert priority["value"] < 0 and priority["preemptionPolicy"] == "Never"  # below the default 0

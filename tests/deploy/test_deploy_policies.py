@@ -464,6 +464,8 @@ def test_the_readme_walks_through_the_install() -> None:
         "components/kueue",  # sharing the cluster
         "components/priority",
         "components/quota",
+        "components/monitoring",  # metrics, and Ray's Grafana dashboards
+        "grafana/dashboards",
         "TRITON_CACHE_DIR",
         "deploy/pin_digests.py",  # upgrades: digests, schema migrations, rollback
         "mlflow db upgrade",
