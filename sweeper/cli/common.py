@@ -131,6 +131,22 @@ def read_spec(path: str, profile: str | None) -> SweepSpec:
         raise BadInput("invalid sweep spec\n  " + "\n  ".join(exc.errors)) from None
 
 
+def read_submitted_spec(name: str, profile: str | None) -> SweepSpec:
+    """The spec `sweeper job submit` shipped with this Ray job, named as its file was."""
+    from sweeper.run.jobs import SPEC_METADATA, job_metadata
+    from sweeper.spec.loading import parse_spec
+
+    text = job_metadata().get(SPEC_METADATA)
+    if text is None:
+        raise BadInput(
+            f"--submitted-spec: this driver is not a Ray job that `sweeper job submit` gave {name}"
+        )
+    try:
+        return parse_spec(text, name, profile)
+    except SpecError as exc:
+        raise BadInput("invalid sweep spec\n  " + "\n  ".join(exc.errors)) from None
+
+
 def find_sweep(store: Store, name: str | None) -> SweepRecord:
     from sweeper.store.credentials import redact
     from sweeper.store.database import StoreError

@@ -7,13 +7,15 @@ style of `sweeper.cli.common`.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
+from pathlib import Path
 
 import click
 
-from sweeper.cli.common import BadInput, Failed, print_tables, wide_option
-from sweeper.run.jobs import JobError, Jobs, JobSummary, cluster_spec, submission_id
+from sweeper.cli.common import BadInput, Failed, print_tables, read_spec, wide_option
+from sweeper.run.jobs import SPEC_METADATA, JobError, Jobs, JobSummary, cluster_spec, submission_id
 
 EXIT_BY_STATUS = {"SUCCEEDED": 0, "STOPPED": 130}  # as `sweeper launch` exits: interrupted is 130
 
@@ -43,10 +45,12 @@ def _next_commands(job_id: str) -> None:
     click.echo("  resume: sweeper job resume SWEEP   (the sweep's name is in the logs)")
 
 
-def _start(address: str | None, entrypoint: list[str], job_id: str) -> None:
+def _start(
+    address: str | None, entrypoint: list[str], job_id: str, metadata: dict[str, str] | None = None
+) -> None:
     jobs = _jobs(address)
     try:
-        jobs.submit(entrypoint, job_id)
+        jobs.submit(entrypoint, job_id, metadata)
     except JobError as exc:
         raise _refused(exc) from None
     click.echo(f"submitted {job_id} to {jobs.address}: {' '.join(entrypoint)}")
@@ -65,12 +69,34 @@ def job() -> None:
 def submit(config: str, launch_options: tuple[str, ...], address: str | None) -> None:
     """Run `sweeper launch CONFIG LAUNCH_OPTIONS...` on the cluster's head.
 
-    CONFIG is the name of a spec in configs/ (`denoise`: the copy the manifests mount on the head)
-    or a path on the head; LAUNCH_OPTIONS are launch's own (`--profile smoke`, `--max-trials 8`).
+    CONFIG is a spec file here, validated here and shipped with the job, so the driver runs exactly
+    it; else the name of a spec in configs/ (`denoise`: the copy the manifests mount on the head)
+    or a path on the head. LAUNCH_OPTIONS are launch's own (`--profile smoke`, `--max-trials 8`).
     """
-    spec = cluster_spec(config)
-    name = spec.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    _start(address, ["sweeper", "launch", spec, *launch_options], submission_id("sweep", name))
+    local = Path(config)
+    if local.is_file():
+        profile = _option_value(launch_options, "--profile")
+        spec = read_spec(str(local), profile)  # a bad spec stops here, naming its file and line
+        text = local.read_text(encoding="utf-8")
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        entrypoint = ["sweeper", "launch", local.name, "--submitted-spec", *launch_options]
+        click.echo(f"validated {local} ({spec.name}; sha256 {digest[:12]}), shipped with the job", err=True)
+        metadata = {SPEC_METADATA: text, "sweeper.spec_sha256": digest}
+        _start(address, entrypoint, submission_id("sweep", local.stem), metadata)
+        return
+    spec_path = cluster_spec(config)
+    name = spec_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    _start(address, ["sweeper", "launch", spec_path, *launch_options], submission_id("sweep", name))
+
+
+def _option_value(options: tuple[str, ...], name: str) -> str | None:
+    """The value given to `name` among options passed through (`--profile smoke`, `--profile=smoke`)."""
+    for index, option in enumerate(options):
+        if option == name and index + 1 < len(options):
+            return options[index + 1]
+        if option.startswith(f"{name}="):
+            return option.split("=", 1)[1]
+    return None
 
 
 @job.command()

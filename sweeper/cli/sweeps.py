@@ -20,6 +20,7 @@ from sweeper.cli.common import (
     open_store,
     print_tables,
     read_spec,
+    read_submitted_spec,
     refused,
     results_option,
     resumable,
@@ -56,6 +57,11 @@ log = logging.getLogger(__name__)
     metavar="SWEEP",
     help="Begin each study with the finished trials of SWEEP (same task and model) that fit its space.",
 )
+@click.option(
+    "--submitted-spec",
+    is_flag=True,
+    help="Read CONFIG's text from this Ray job's metadata, where `sweeper job submit` ships a local spec.",
+)
 @results_option
 @verbose_option
 def launch(
@@ -71,6 +77,7 @@ def launch(
     warm_from: str | None,
     results: str | None,
     verbose: bool,
+    submitted_spec: bool,
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
@@ -89,7 +96,8 @@ def launch(
             seconds = parse_duration(time_budget)
         except ValueError as exc:
             raise BadInput(f"--time-budget: {exc}") from None
-    specs = [with_budget(read_spec(path, profile), max_trials, seconds) for path in configs]
+    read = read_submitted_spec if submitted_spec else read_spec
+    specs = [with_budget(read(path, profile), max_trials, seconds) for path in configs]
     if no_gpus:
         try:
             specs = [without_gpus(spec) for spec in specs]

@@ -83,6 +83,9 @@ class SweepStatus(Output):
     missing: list[str]
     studies: list[Study]
     importances: dict[str, dict[str, float] | str] | None = None
+    spec_sha256: str | None = None  # of the resolved spec the sweep ran
+    job_id: str | None = None  # its Ray job's submission id, when it was submitted to a cluster
+    image: str | None = None  # the container image its driver ran in, on a cluster
 
 
 class ListedSweep(Output):
@@ -198,6 +201,9 @@ def sweep_status(
         objective=Objective(metric=objective.metric, mode=objective.mode),
         elapsed_s=record.elapsed_s,
         winner=ranked[0].model if ranked and ranked[0].best_value is not None else None,
+        spec_sha256=record.spec_hash,
+        job_id=record.job_id,
+        image=record.image,
         partial=bool(missing),
         missing=missing,
         studies=[

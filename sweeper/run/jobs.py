@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 # Where the manifests mount configs/ on the head (deploy/base/sweeps-configmap.yaml)
 CLUSTER_SPECS = PurePosixPath("/etc/sweeper/sweeps")
+# A spec shipped with its job (`sweeper job submit my.yaml`): its text in the job's metadata, which
+# Ray hands the driver in RAY_JOB_CONFIG_JSON_ENV_VAR with the submission id
+SPEC_METADATA = "sweeper.spec"
+JOB_CONFIG_VARIABLE = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+SUBMISSION_ID_METADATA = "job_submission_id"
 # Ray lets these variables override the address a client is given; here --address wins
 ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 TOKEN_VARIABLE = "RAY_AUTH_TOKEN"
@@ -99,11 +104,16 @@ class Jobs:
                 ) from None
             raise JobError(f"the Ray job server at {self.address} answered: {reason}") from None
 
-    def submit(self, entrypoint: list[str], submission_id: str) -> str:
+    def submit(
+        self, entrypoint: list[str], submission_id: str, metadata: dict[str, str] | None = None
+    ) -> str:
         """Start `entrypoint` as the driver of a new job, without a runtime environment of its own,
-        so its trials land on the workers' preloaded processes (sweeper/run/workers.py)."""
+        so its trials land on the workers' preloaded processes (sweeper/run/workers.py); `metadata`
+        reaches the driver (`job_metadata`), a shipped spec's text with it."""
         command = shlex.join(entrypoint)
-        return self._call(lambda: self.client.submit_job(entrypoint=command, submission_id=submission_id))
+        return self._call(
+            lambda: self.client.submit_job(entrypoint=command, submission_id=submission_id, metadata=metadata)
+        )
 
     def status(self, submission_id: str) -> JobSummary:
         return _summary(self._call(lambda: self.client.get_job_info(submission_id), submission_id))
@@ -153,6 +163,17 @@ def _without(names: tuple[str, ...]) -> Iterator[None]:
         yield
     finally:
         os.environ.update(saved)
+
+
+def job_metadata() -> dict[str, str]:
+    """In a driver that Ray runs as a submitted job: the job's metadata, its submission id included;
+    elsewhere, nothing."""
+    import json
+
+    config = os.environ.get(JOB_CONFIG_VARIABLE)
+    if not config:
+        return {}
+    return {str(k): str(v) for k, v in (json.loads(config).get("metadata") or {}).items()}
 
 
 def cluster_spec(config: str) -> str:

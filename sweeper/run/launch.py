@@ -8,6 +8,7 @@ study samples and how it is scheduled is `sweeper.run.policy`; the Ray side is `
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import time
 import warnings
@@ -19,6 +20,7 @@ from typing import Any
 import optuna
 from sqlalchemy.engine import make_url
 
+from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
 from sweeper.run.policy import (
     make_pruner,
     make_sampler,
@@ -52,6 +54,7 @@ from sweeper.store.locations import DEFAULT_HOME, resolve_tracking_uri
 from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import PAPER_POINT_ATTR, SAMPLER_ATTR, best_trial, parameter_count
 
+IMAGE_VARIABLE = "SWEEPER_IMAGE"  # the container image a cluster's driver runs in (deploy/)
 log = logging.getLogger(__name__)
 
 # Per model, the labelled parameters its study asks for first (`sweeper.papers.points`).
@@ -150,6 +153,8 @@ def create_sweep(
         status=SweepStatus.CREATED,
         ray_address=address or "local",
         tracking_uri=redact(tracking_uri),
+        job_id=job_metadata().get(SUBMISSION_ID_METADATA),
+        image=os.environ.get(IMAGE_VARIABLE),
     )
     tracker = open_tracker(tracking_uri)
     experiment_id = None

@@ -13,7 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, create_engine, event, func, inspect, select
+from sqlalchemy import (
+    ForeignKey,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    inspect,
+    select,
+    text,
+)
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
@@ -105,6 +116,8 @@ class SweepRecord(Base):
     ended_at: Mapped[dt.datetime | None]
     elapsed_s: Mapped[float] = mapped_column(default=0.0)
     ray_address: Mapped[str | None] = mapped_column(String(256))
+    job_id: Mapped[str | None] = mapped_column(String(128))  # the Ray job's submission id, if submitted
+    image: Mapped[str | None] = mapped_column(String(512))  # the container image its driver ran in
     tracking_uri: Mapped[str | None] = mapped_column(String(1024))
     mlflow_experiment_id: Mapped[str | None] = mapped_column(String(64))
     message: Mapped[str | None] = mapped_column(Text)
@@ -150,6 +163,23 @@ class ConfirmationRecord(Base):
     study: Mapped[StudyRecord] = relationship()
 
 
+def _add_new_columns(engine: Engine) -> None:
+    """Bring sweeper's own tables up to this version: a column added since a database was created
+    (all are nullable) is added to it, so an older database keeps working after an upgrade."""
+    existing = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        if not existing.has_table(table.name):
+            continue
+        present = {column["name"] for column in existing.get_columns(table.name)}
+        missing = [column for column in table.columns if column.name not in present]
+        if not missing:
+            continue
+        with engine.begin() as connection:
+            for column in missing:
+                kind = column.type.compile(dialect=engine.dialect)
+                connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))
+
+
 class Store:
     """The database of one storage URL: registry sessions and Optuna storages on one engine."""
 
@@ -173,6 +203,7 @@ class Store:
                 Base.metadata.create_all(self.engine)
             elif not inspect(self.engine).has_table(SweepRecord.__tablename__):
                 raise NoDatabase(f"{redact(url)} holds no sweeper tables; {ELSEWHERE}")
+            _add_new_columns(self.engine)
         except (SQLAlchemyError, NoSuchModuleError) as exc:
             reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
             raise StoreError(f"cannot use storage {redact(url)}: {reason}") from None

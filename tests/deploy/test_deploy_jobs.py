@@ -97,11 +97,16 @@ def cluster() -> Iterator[Cluster]:
 
 
 def test_a_submitted_sweep_runs_on_the_head_and_its_logs_are_followed(cluster: Cluster) -> None:
-    config = REPO / "configs" / "denoise.yaml"
+    """A spec file here is validated here and shipped with the job: the driver on the head runs
+    exactly it, whatever the head holds under that name."""
+    config = cluster.workdir / "my-denoise.yaml"
+    config.write_text((REPO / "configs" / "denoise.yaml").read_text())
     submitted = cluster.sweeper("submit", str(config), "--profile", "smoke", "--dry-run")
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted_id(submitted.stdout)
-    assert job_id.startswith("sweep-denoise-")
+    assert job_id.startswith("sweep-my-denoise-")
+    assert f"validated {config}" in submitted.stderr and "shipped with the job" in submitted.stderr
+    config.unlink()  # the head reads the job's copy, not this file
     assert f"sweeper job logs {job_id} --follow" in submitted.stdout
     assert f"sweeper job stop {job_id}" in submitted.stdout
 
@@ -114,7 +119,16 @@ def test_a_submitted_sweep_runs_on_the_head_and_its_logs_are_followed(cluster: C
     assert job_id in listed.stdout and "SUCCEEDED" in listed.stdout  # the id whole, within 80 columns
     assert max(len(line) for line in listed.stdout.splitlines()) <= 80
     wide = cluster.sweeper("list", "--wide")
-    assert f"sweeper launch {config} --profile smoke --dry-run" in wide.stdout
+    assert "sweeper launch my-denoise.yaml --submitted-spec --profile smoke --dry-run" in wide.stdout
+
+
+def test_a_bad_spec_is_refused_here_and_never_submitted(cluster: Cluster) -> None:
+    bad = cluster.workdir / "bad.yaml"
+    bad.write_text((REPO / "configs" / "denoise.yaml").read_text().replace("models:", "modelz:", 1))
+    refused = cluster.sweeper("submit", str(bad))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "bad.yaml" in refused.stderr and "submitted" not in refused.stdout
+    assert "sweep-bad-" not in cluster.sweeper("list", "--wide").stdout
 
 
 def test_a_stopped_sweep_ends_cleanly_and_says_how_to_resume(

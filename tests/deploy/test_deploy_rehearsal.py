@@ -161,6 +161,7 @@ def rehearsal() -> Iterator[Rehearsal]:
                 "SWEEPER_RAY_ADDRESS": address,  # `auto` inside the head pod
                 "SWEEPER_RESULTS": str(workdir / "results"),  # the shared volume's mount
                 **under_tmp,
+                "SWEEPER_IMAGE": head_env["SWEEPER_IMAGE"]["value"],  # what the sweep records it ran on
             }
             ray_settings = {k: v["value"] for k, v in head_env.items() if k.startswith("RAY_")}  # as they are
             assert set(head_env) == {*local, *ray_settings}, (

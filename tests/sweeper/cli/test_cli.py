@@ -393,3 +393,26 @@ def test_launch_prints_each_start_and_the_spec_can_turn_them_off() -> None:
     off = spec_of()
     off = off.model_copy(update={"sampler": off.sampler.model_copy(update={"paper_points": False})})
     assert first_points(off) == ({}, [])
+
+
+def test_a_spec_shipped_with_its_ray_job_is_launched_from_the_jobs_metadata(runner, tmp_path, monkeypatch):
+    """`sweeper job submit my.yaml` puts the file's text in the job's metadata; the driver reads it
+    there (Ray hands it over in RAY_JOB_CONFIG_JSON_ENV_VAR), whatever files the head holds."""
+    import json
+
+    from tests.helpers import dump_spec
+
+    text = dump_spec(tiny_spec(name="mine"))
+    config = {"metadata": {"job_submission_id": "sweep-mine-1", "sweeper.spec": text}}
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps(config))
+    result = invoke(runner, "launch", "mine.yaml", "--submitted-spec", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "study denoise/lstm" in result.output
+    assert not (tmp_path / "mine.yaml").exists()
+    bad = {"metadata": {"sweeper.spec": text.replace("trials: 4", "trials: -1")}}
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps(bad))
+    refused = invoke(runner, "launch", "mine.yaml", "--submitted-spec", "--dry-run")
+    assert refused.exit_code == 2 and "mine.yaml" in refused.output and "budget.trials" in refused.output
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    alone = invoke(runner, "launch", "mine.yaml", "--submitted-spec", "--dry-run")
+    assert alone.exit_code == 2 and "not a Ray job" in alone.output

@@ -61,3 +61,23 @@ def test_reconcile_marks_trials_a_dead_driver_left_running(tmp_path):
 def test_plan_hides_passwords():
     text = plan_text(spec(), "postgresql://u:pw@db/x", "http://mlflow:5000", "auto")
     assert "pw" not in text and "u:***@db" in text and "ray: auto" in text
+
+
+def test_a_sweep_records_its_ray_job_and_the_image_its_driver_ran_in(tmp_path, monkeypatch):
+    import json
+
+    from sweeper.results.outputs import sweep_status
+    from sweeper.results.summaries import study_summaries
+
+    monkeypatch.setenv(
+        "RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"metadata": {"job_submission_id": "sweep-job-7"}})
+    )
+    monkeypatch.setenv("SWEEPER_IMAGE", "registry.example.com/ml/sweeper-ray@sha256:" + "a" * 64)
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="job")), "job.yaml")
+    store = Store(f"sqlite:///{tmp_path / 'sweeper.db'}")
+    record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
+    stored = store.get_sweep(record.name)
+    assert stored.job_id == "sweep-job-7" and stored.image.endswith("a" * 64)
+    status = sweep_status(stored, study_summaries(store, stored), "status")
+    assert (status.job_id, status.image, status.spec_sha256) == (stored.job_id, stored.image, spec.digest())
+    store.dispose()

@@ -88,3 +88,22 @@ def test_sqlite_commits_in_wal_mode_without_a_sync_per_commit_on_both_engines(tm
                 assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
     finally:
         store.dispose()
+
+
+def test_a_database_from_before_a_new_column_gets_it_and_keeps_its_sweeps(store):
+    """An upgrade that adds a column to sweeper's tables adds it to an existing database when the
+    database is next opened, reading or writing; its sweeps stay, the new field empty."""
+    from sqlalchemy import inspect, text
+
+    make_record(store)
+    with store.engine.begin() as connection:  # as a database made by the version before
+        for column in ("job_id", "image"):
+            connection.execute(text(f"ALTER TABLE sweeper_sweeps DROP COLUMN {column}"))
+    assert "job_id" not in {c["name"] for c in inspect(store.engine).get_columns("sweeper_sweeps")}
+    for create in (False, True):
+        reopened = Store(store.url, create=create)
+        try:
+            (record,) = reopened.list_sweeps()
+            assert record.name == "demo-1" and record.job_id is None and record.image is None
+        finally:
+            reopened.dispose()
