@@ -1,5 +1,6 @@
-"""checkov, a scanner others wrote, over what a platform engineer would scan: both overlays as
-kustomize renders them, and the pods the KubeRay operator creates from their RayJob and RayCluster
+"""checkov, a scanner others wrote, over what a platform engineer would scan: both environments as
+kustomize renders them (install and sweep), prod again with every optional component turned on
+(`prod-shared`), and the pods the KubeRay operator creates from their RayJob and RayCluster
 (checkov does not know those two kinds, so without the pods the Ray containers would go unscanned).
 
 Every failure must be listed, with its argument, in checkov-skips.yaml beside this file; every entry
@@ -18,9 +19,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.workloads import OVERLAYS, kuberay_pods, render_overlay
+from tests.deploy.workloads import OVERLAYS, kuberay_pods, render_overlay, render_shared
 
 SKIPS = Path(__file__).parent / "checkov-skips.yaml"
+SCANNED = (*OVERLAYS, "prod-shared")  # the folders checkov reads, one per render
+
+
+def rendered(scanned: str) -> list[dict[str, Any]]:
+    return render_shared() if scanned == "prod-shared" else render_overlay(scanned)
+
+
 # kubernetes checks only, JSON with the passed checks too, offline (no guideline download)
 CHECKOV_OPTIONS = ("--framework", "kubernetes", "--compact", "--skip-download", "--output", "json")
 
@@ -56,7 +64,7 @@ def load_skips() -> list[dict[str, Any]]:
     skips = yaml.safe_load(SKIPS.read_text())
     for skip in skips:
         assert set(skip) <= {"check", "overlays", "resources", "keys", "why"}, skip
-        assert skip["why"].strip() and set(skip["overlays"]) <= set(OVERLAYS), skip
+        assert skip["why"].strip() and set(skip["overlays"]) <= set(SCANNED), skip
     return skips
 
 
@@ -86,28 +94,28 @@ def run_checkov(checkov: Path, folder: Path) -> Scan:
 
 @pytest.fixture(scope="module")
 def scan(checkov: Path, tmp_path_factory: pytest.TempPathFactory) -> Scan:
-    """One checkov run over both overlays: <overlay>/manifests.yaml as rendered, and
-    <overlay>/pods.yaml with the pods KubeRay creates from them."""
+    """One checkov run over every render: <name>/manifests.yaml as rendered, and <name>/pods.yaml
+    with the pods KubeRay creates from them."""
     folder = tmp_path_factory.mktemp("checkov")
-    for overlay in OVERLAYS:
-        rendered = render_overlay(overlay)
+    for overlay in SCANNED:
+        resources = rendered(overlay)
         (folder / overlay).mkdir()
-        (folder / overlay / "manifests.yaml").write_text(yaml.safe_dump_all(rendered, sort_keys=False))
-        pods = [pod for resource in rendered for pod in kuberay_pods(resource)]
+        (folder / overlay / "manifests.yaml").write_text(yaml.safe_dump_all(resources, sort_keys=False))
+        pods = [pod for resource in resources for pod in kuberay_pods(resource)]
         (folder / overlay / "pods.yaml").write_text(yaml.safe_dump_all(pods, sort_keys=False))
     return run_checkov(checkov, folder)
 
 
 def test_every_resource_and_every_kuberay_pod_is_scanned(scan: Scan) -> None:
-    for overlay in OVERLAYS:
-        rendered = render_overlay(overlay)
+    for overlay in SCANNED:
+        resources = rendered(overlay)
         expected = {
             f"{r['kind']}.sweeper.{r['metadata']['name']}"
-            for r in rendered
+            for r in resources
             if r["kind"] in ("Deployment", "StatefulSet", "CronJob")
         }
-        expected |= {f"Pod.sweeper.{p['metadata']['name']}" for r in rendered for p in kuberay_pods(r)}
-        assert any(name.endswith("-gpu") for name in expected) == (overlay == "prod")
+        expected |= {f"Pod.sweeper.{p['metadata']['name']}" for r in resources for p in kuberay_pods(r)}
+        assert any(name.endswith("-gpu") for name in expected) == overlay.startswith("prod")
         scanned = {resource for where, resource in scan.resources if where == overlay}
         assert expected <= scanned, sorted(expected - scanned)
 

@@ -6,41 +6,18 @@ and with the others, on dev and prod, into valid objects that do what they are f
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from tests.deploy.test_deploy_schemas import K8S_VERSIONS
-from tests.deploy.workloads import DEPLOY, OVERLAYS, find, kustomize, pods, quantity, ray_cluster_spec
+from tests.deploy.workloads import OPTIONAL, OVERLAYS, find, pods, quantity, ray_cluster_spec, turned_on
 
 Resource = dict[str, Any]
-OPTIONAL = ("kueue", "priority", "quota", "monitoring")
-INSTALL_PART = {name: name for name in OPTIONAL}
-SWEEP_PART = {"kueue": "kueue/labels", "priority": "priority/pods"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 COMBINATIONS = [(name,) for name in OPTIONAL] + [OPTIONAL]  # alone, and together
-
-
-def turned_on(tmp_path: Path, env: str, chosen: tuple[str, ...]) -> list[Resource]:
-    """A copy of deploy/ with `chosen` turned on for `env`; its install and its sweep, rendered."""
-    deploy = tmp_path / "deploy"
-    shutil.copytree(DEPLOY, deploy, ignore=shutil.ignore_patterns("__pycache__"))
-    for kustomization, parts, up in (
-        (deploy / "overlays" / env / "kustomization.yaml", INSTALL_PART, "../../components/"),
-        (
-            deploy / "overlays" / f"{env}-sweep" / "build" / "kustomization.yaml",
-            SWEEP_PART,
-            "../../../components/",
-        ),
-    ):
-        document = yaml.safe_load(kustomization.read_text())
-        document["components"] = [up + parts[c] for c in chosen if c in parts] + document["components"]
-        kustomization.write_text(yaml.safe_dump(document, sort_keys=False))
-    return kustomize(deploy / "overlays" / env) + kustomize(deploy / "overlays" / f"{env}-sweep")
 
 
 @pytest.mark.parametrize("env", OVERLAYS)

@@ -14,6 +14,7 @@ import copy
 import re
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -305,3 +306,34 @@ def autoscaler_container(cluster: dict[str, Any], ray: dict[str, Any]) -> dict[s
     if "securityContext" in options:
         container["securityContext"] = copy.deepcopy(options["securityContext"])
     return container
+
+
+# The optional components for a shared cluster (deploy/components), and where deploy/README.md
+# says to turn each on: its install part in an overlay, its pod-side part in the `-sweep` build
+OPTIONAL = ("kueue", "priority", "quota", "monitoring")
+INSTALL_PART = {name: name for name in OPTIONAL}
+SWEEP_PART = {"kueue": "kueue/labels", "priority": "priority/pods"}
+
+
+def turned_on(tmp_path: Path, env: str, chosen: tuple[str, ...]) -> list[Resource]:
+    """A copy of deploy/ with `chosen` turned on for `env`; its install and its sweep, rendered."""
+    deploy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, deploy, ignore=shutil.ignore_patterns("__pycache__"))
+    for kustomization, parts, up in (
+        (deploy / "overlays" / env / "kustomization.yaml", INSTALL_PART, "../../components/"),
+        (
+            deploy / "overlays" / f"{env}-sweep" / "build" / "kustomization.yaml",
+            SWEEP_PART,
+            "../../../components/",
+        ),
+    ):
+        document = yaml.safe_load(kustomization.read_text())
+        document["components"] = [up + parts[c] for c in chosen if c in parts] + document["components"]
+        kustomization.write_text(yaml.safe_dump(document, sort_keys=False))
+    return kustomize(deploy / "overlays" / env) + kustomize(deploy / "overlays" / f"{env}-sweep")
+
+
+@cache
+def render_shared() -> list[Resource]:
+    """prod, install and sweep, with every optional component turned on."""
+    return turned_on(Path(tempfile.mkdtemp(prefix="sweeper-shared-")), "prod", OPTIONAL)

@@ -266,9 +266,9 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
         last_end = max(t.datetime_complete for t in model_trials).timestamp() * 1000
         assert parent.info.end_time == pytest.approx(last_end, abs=1000)
     (report,) = [r for r in runs if r.data.tags.get("sweeper.role") == "report"]  # the sweep's answer
-    assert {a.path for a in client.list_artifacts(report.info.run_id)} == {
-        "learning-curves.png",
-        "ranking.md",
+    # what the sweep's end wrote there (a `sweeper report` of this sweep in another test adds more)
+    assert {"learning-curves.png", "ranking.md"} <= {
+        a.path for a in client.list_artifacts(report.info.run_id)
     }
     store = Store(finished_sweep.storage)
     lines, _ = ui_servers(store, store.get_sweep(finished_sweep.name), "127.0.0.1", 5000, 8080)
