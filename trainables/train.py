@@ -129,6 +129,13 @@ def config_from_settings(
     }
 
 
+def settings_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The NAME=VALUE settings of a trial config, task settings and hyperparameters together: what
+    `config_from_settings` takes back, as `sweeper train --init-from` does with a kept trial's."""
+    rest = {k: v for k, v in config.items() if k not in STRUCTURAL_KEYS}
+    return {**dict(config.get("task_settings") or {}), **rest}
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -127,7 +127,13 @@ def train(
 ) -> None:
     """Run one training run in this process, without Ray, printing metrics as it goes."""
     from trainables.data import DataError
-    from trainables.train import TrialConfig, TrialDiverged, TrialOutOfMemory, config_from_settings
+    from trainables.train import (
+        TrialConfig,
+        TrialDiverged,
+        TrialOutOfMemory,
+        config_from_settings,
+        settings_of,
+    )
     from trainables.train import train as run_training
 
     weights, kept = _initial_weights(init_from, tracking_uri) if init_from else (None, {})
@@ -135,7 +141,9 @@ def train(
     if task is None or model is None:
         raise BadInput("--task and --model are required (or --init-from, whose run names them)")
     try:
-        settings = {**_kept_settings(kept, task, model), **_parse_assignments(assignments)}
+        same_network = kept.get("task") == task and kept.get("model") == model
+        kept_settings = settings_of(kept.get("config", {})) if same_network else {}
+        settings = {**kept_settings, **_parse_assignments(assignments)}
         config = config_from_settings(task, model, settings, seed, device)
         TrialConfig.from_mapping(config).check_runnable()
     except KeyError as exc:  # an unknown task or model, named with the registered ones
@@ -190,12 +198,3 @@ def _initial_weights(init_from: str, tracking_uri: str | None) -> tuple[dict[str
         err=True,
     )
     return network.state_dict(), details
-
-
-def _kept_settings(kept: dict[str, Any], task: str, model: str) -> dict[str, Any]:
-    """The kept run's task settings and hyperparameters, where it ran the same task and model."""
-    if kept.get("task") != task or kept.get("model") != model:
-        return {}
-    config = dict(kept.get("config", {}))
-    structural = {"task", "model", "task_settings", "seed", "device"}
-    return {**config.get("task_settings", {}), **{k: v for k, v in config.items() if k not in structural}}

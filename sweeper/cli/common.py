@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from sweeper.spec.loading import SpecError, load_spec
+from sweeper.spec.loading import SpecError, parse_spec, spec_text
 from sweeper.spec.sweep import SweepSpec
 
 if TYPE_CHECKING:
@@ -124,27 +124,33 @@ def open_store(url: str | None, sweep: str | None = None) -> Store:
         raise BadInput(str(exc)) from None
 
 
-def read_spec(path: str, profile: str | None) -> SweepSpec:
+def read_spec(path: str, profile: str | None, text: str | None = None) -> SweepSpec:
+    """The spec in file `path`, or `text` named so (a spec shipped with a Ray job); a bad one is a
+    usage error listing every problem with its file, line and key."""
     try:
-        return load_spec(path, profile)
+        return parse_spec(spec_text(path) if text is None else text, path, profile)
     except SpecError as exc:
         raise BadInput("invalid sweep spec\n  " + "\n  ".join(exc.errors)) from None
+
+
+def read_spec_text(path: str) -> str:
+    """A spec file's text, as `read_spec` reads it (a missing or unreadable file is a usage error)."""
+    try:
+        return spec_text(path)
+    except SpecError as exc:
+        raise BadInput(exc.errors[0]) from None
 
 
 def read_submitted_spec(name: str, profile: str | None) -> SweepSpec:
     """The spec `sweeper job submit` shipped with this Ray job, named as its file was."""
     from sweeper.run.jobs import SPEC_METADATA, job_metadata
-    from sweeper.spec.loading import parse_spec
 
     text = job_metadata().get(SPEC_METADATA)
     if text is None:
         raise BadInput(
             f"--submitted-spec: this driver is not a Ray job that `sweeper job submit` gave {name}"
         )
-    try:
-        return parse_spec(text, name, profile)
-    except SpecError as exc:
-        raise BadInput("invalid sweep spec\n  " + "\n  ".join(exc.errors)) from None
+    return read_spec(name, profile, text)
 
 
 def find_sweep(store: Store, name: str | None) -> SweepRecord:

@@ -7,14 +7,13 @@ style of `sweeper.cli.common`.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from sweeper.cli.common import BadInput, Failed, print_tables, read_spec, wide_option
+from sweeper.cli.common import BadInput, Failed, print_tables, read_spec, read_spec_text, wide_option
 from sweeper.run.jobs import SPEC_METADATA, JobError, Jobs, JobSummary, cluster_spec, submission_id
 
 EXIT_BY_STATUS = {"SUCCEEDED": 0, "STOPPED": 130}  # as `sweeper launch` exits: interrupted is 130
@@ -75,14 +74,12 @@ def submit(config: str, launch_options: tuple[str, ...], address: str | None) ->
     """
     local = Path(config)
     if local.is_file():
-        profile = _option_value(launch_options, "--profile")
-        spec = read_spec(str(local), profile)  # a bad spec stops here, naming its file and line
-        text = local.read_text(encoding="utf-8")
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        text = read_spec_text(str(local))
+        # a bad spec stops here, naming its file and line; the driver parses the same text
+        spec = read_spec(str(local), _option_value(launch_options, "--profile"), text)
         entrypoint = ["sweeper", "launch", local.name, "--submitted-spec", *launch_options]
-        click.echo(f"validated {local} ({spec.name}; sha256 {digest[:12]}), shipped with the job", err=True)
-        metadata = {SPEC_METADATA: text, "sweeper.spec_sha256": digest}
-        _start(address, entrypoint, submission_id("sweep", local.stem), metadata)
+        click.echo(f"validated {local} (spec {spec.name}), shipped with the job", err=True)
+        _start(address, entrypoint, submission_id("sweep", local.stem), {SPEC_METADATA: text})
         return
     spec_path = cluster_spec(config)
     name = spec_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]

@@ -215,7 +215,6 @@ class MultiStudySearcher(ResultRecorder):
             study=live.plan.name,
             model=live.plan.model,
             task=self.spec.task.name,
-            task_settings=dict(config.get("task_settings", {})),
             hyperparameters=dict(live.trial.params),
             config=config,
             objective=self.metric,

@@ -30,7 +30,6 @@ class WeightsDetails:
     study: str
     model: str
     task: str
-    task_settings: dict[str, Any]
     hyperparameters: dict[str, Any]  # the searched ones, as the study sampled them
     config: dict[str, Any]  # the whole trial config `trainables.train.train` ran
     objective: str
@@ -54,7 +53,7 @@ def signature(details: WeightsDetails) -> Any:
     from mlflow.models.signature import ModelSignature
     from mlflow.types.schema import ParamSchema, ParamSpec
 
-    settings = {"model": details.model, "task": details.task, **details.task_settings}
+    settings = {"model": details.model, "task": details.task, **details.config.get("task_settings", {})}
     settings.update(details.hyperparameters)
     specs = [
         ParamSpec(name, _param_type(value), value)

@@ -220,16 +220,20 @@ def _dedupe_union_errors(located: list[tuple[Loc, str]]) -> list[tuple[Loc, str]
     return result
 
 
-def load_spec(path: str | Path, profile: str | None = None) -> SweepSpec:
-    """Read and validate a spec file; raises SpecError for a missing, unreadable or bad file."""
+def spec_text(path: str | Path) -> str:
+    """A spec file's text; raises SpecError for a missing or unreadable file."""
     path = Path(path)
     if not path.is_file():
         raise SpecError([f"{path}: no such file"])
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError([f"{path}: cannot read: {exc}"]) from None
-    return parse_spec(text, str(path), profile)
+
+
+def load_spec(path: str | Path, profile: str | None = None) -> SweepSpec:
+    """Read and validate a spec file; raises SpecError for a missing, unreadable or bad file."""
+    return parse_spec(spec_text(path), str(path), profile)
 
 
 @functools.lru_cache(maxsize=256)

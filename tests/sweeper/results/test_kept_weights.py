@@ -55,7 +55,14 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, dict
         final.mkdir()
         torch.save(torch.nn.GRU(3, 4), final / FINAL_FILE)
         details = WeightsDetails(
-            gru.study_name, "gru", "denoise", {"T": 6}, {"lr": 0.01}, {}, "valid_loss", value, number
+            gru.study_name,
+            "gru",
+            "denoise",
+            {"lr": 0.01},
+            {"task_settings": {"T": 6}},
+            "valid_loss",
+            value,
+            number,
         )
         log_weights(client, record.mlflow_experiment_id, run, final, details)
         runs[str(number)] = run

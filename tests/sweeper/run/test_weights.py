@@ -28,7 +28,6 @@ def details(trial: int, value: float, hidden: int = 5) -> WeightsDetails:
         study="s-1/denoise/gru",
         model="gru",
         task="denoise",
-        task_settings={"T": 6},
         hyperparameters={"hidden_size": hidden, "lr": 0.01},
         config=config,
         objective="valid_loss",
