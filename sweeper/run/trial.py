@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.pt"
-FINAL_FILE = "final.pt"  # a finished trial's network (pickled, on the CPU), with its last report
+FINAL_FILE = "final.pt"  # a finished trial's network (pickled), with its last report
 
 
 class RayCheckpointing:
@@ -33,13 +33,12 @@ class RayCheckpointing:
         self._pending = folder
 
     def keep_final(self, network: Any) -> None:
-        """The trained network goes with the last report, for the driver to keep if it is the best."""
-        import copy
-
+        """The trained network goes with the last report, for the driver to keep if it is the best
+        (saved where it is, GPU or CPU: the driver loads it onto the CPU)."""
         import torch
 
         folder = tempfile.mkdtemp(prefix="sweeper-final-")
-        torch.save(copy.deepcopy(network).cpu(), Path(folder) / FINAL_FILE)
+        torch.save(network, Path(folder) / FINAL_FILE)
         self._pending = folder
 
     def load(self) -> dict[str, Any] | None:

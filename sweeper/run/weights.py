@@ -93,7 +93,7 @@ def log_weights(client: Any, experiment_id: str, run_id: str, folder: Path, deta
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     try:
-        network = torch.load(folder / FINAL_FILE, weights_only=False)
+        network = torch.load(folder / FINAL_FILE, map_location="cpu", weights_only=False)
         model = client.create_logged_model(
             experiment_id,
             name=f"{details.model}-{details.trial}",
