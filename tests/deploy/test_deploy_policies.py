@@ -108,7 +108,7 @@ def test_every_read_only_container_writes_its_caches_to_a_small_writable_volume(
         for container in containers(resource):
             if not container.body.get("securityContext", {}).get("readOnlyRootFilesystem"):
                 continue
-            env = env_of(container.body)
+            env = env_of(container.body, resources)
             for name in CACHE_VARIABLES:
                 assert "value" in env.get(name, {}), f"{container.where}: {name} is not set"
                 path = env[name]["value"]

@@ -99,23 +99,34 @@ def start_ray(processes: Processes, env: dict[str, str], head_cpus: str, worker_
     return address
 
 
-def under_pod_tmp(container: dict[str, Any], pod_tmp: Path) -> dict[str, str]:
+def under_pod_tmp(
+    container: dict[str, Any], pod_tmp: Path, manifests: list[dict[str, Any]]
+) -> dict[str, str]:
     """The container's variables that point under the pod's /tmp volume, pointed under `pod_tmp`."""
     return {
         name: str(pod_tmp / PurePosixPath(item["value"]).relative_to("/tmp"))
-        for name, item in env_of(container).items()
+        for name, item in env_of(container, manifests).items()
         if str(item.get("value", "")).startswith("/tmp")
     }
 
 
 def start_mlflow(
-    processes: Processes, env: dict[str, str], container: dict[str, Any], database: str, pod_tmp: Path
+    processes: Processes,
+    env: dict[str, str],
+    container: dict[str, Any],
+    database: str,
+    pod_tmp: Path,
+    manifests: list[dict[str, Any]],
 ) -> str:
     """The Deployment's `mlflow server` command and arguments, bound to a free loopback port; returns
     its URI at once (its schema migrations run while Ray starts: wait for `/health`)."""
     assert container["command"][0] == "mlflow"
-    caches = under_pod_tmp(container, pod_tmp)
-    assert set(env_of(container)) == {"MLFLOW_BACKEND_STORE_URI", "MLFLOW_ARTIFACTS_DESTINATION", *caches}
+    caches = under_pod_tmp(container, pod_tmp, manifests)
+    assert set(env_of(container, manifests)) == {
+        "MLFLOW_BACKEND_STORE_URI",
+        "MLFLOW_ARTIFACTS_DESTINATION",
+        *caches,
+    }
     port = free_port()
     args = [a for a in container["args"] if not a.startswith(("--host=", "--port=", "--workers="))]
     argv = [sys.executable, "-m", "mlflow", *container["command"][1:], *args]
@@ -133,7 +144,7 @@ def start_mlflow(
 def rehearsal() -> Iterator[Rehearsal]:
     manifests = render_overlay("dev")
     cluster = find(manifests, "RayJob", "sweeper-denoise")["spec"]["rayClusterSpec"]
-    head_env = env_of(cluster["headGroupSpec"]["template"]["spec"]["containers"][0])
+    head_env = env_of(cluster["headGroupSpec"]["template"]["spec"]["containers"][0], manifests)
     mlflow = find(manifests, "Deployment", "mlflow")["spec"]["template"]["spec"]["containers"][0]
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "SWEEPER_", "MLFLOW_"))}
@@ -148,11 +159,13 @@ def rehearsal() -> Iterator[Rehearsal]:
     # the pods' /tmp, an empty volume: their home, caches and temp files are under it (not made yet)
     pod_tmp = workdir / "tmp"
     pod_tmp.mkdir()
-    under_tmp = under_pod_tmp(cluster["headGroupSpec"]["template"]["spec"]["containers"][0], pod_tmp)
+    under_tmp = under_pod_tmp(
+        cluster["headGroupSpec"]["template"]["spec"]["containers"][0], pod_tmp, manifests
+    )
     processes = Processes(workdir)
     with throwaway_databases(2) as (studies_db, mlflow_db):
         try:
-            tracking_uri = start_mlflow(processes, env, mlflow, mlflow_db, pod_tmp)
+            tracking_uri = start_mlflow(processes, env, mlflow, mlflow_db, pod_tmp, manifests)
             address = start_ray(processes, env, cluster["headGroupSpec"]["rayStartParams"]["num-cpus"], 2)
             processes.wait_for("the MLflow server", lambda: http_ok(f"{tracking_uri}/health"))
             local = {
@@ -249,7 +262,7 @@ def test_the_schema_upgrades_run_before_the_services_and_are_repeatable(tmp_path
                 variable: database,
                 "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
             }
-            env.update(under_pod_tmp(container, tmp_path))
+            env.update(under_pod_tmp(container, tmp_path, manifests))
             for attempt in (1, 2):
                 done = subprocess.run(
                     container["command"], env=env, capture_output=True, text=True, timeout=300

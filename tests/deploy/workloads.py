@@ -143,8 +143,15 @@ def find(resources: list[Resource], kind: str, name: str) -> Resource:
     return matches[0]
 
 
-def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {item["name"]: item for item in container.get("env", [])}
+def env_of(container: dict[str, Any], resources: list[Resource] | None = None) -> dict[str, dict[str, Any]]:
+    """The container's variables by name; with `resources`, those of the ConfigMaps it takes whole
+    (`envFrom`) too, as `{"value": ...}`, its own `env` winning as in Kubernetes."""
+    taken: dict[str, dict[str, Any]] = {}
+    for source in container.get("envFrom", []) if resources is not None else []:
+        if "configMapRef" in source:
+            data = find(resources, "ConfigMap", source["configMapRef"]["name"]).get("data", {})
+            taken.update({name: {"name": name, "value": value} for name, value in data.items()})
+    return {**taken, **{item["name"]: item for item in container.get("env", [])}}
 
 
 def ray_resources(resources: list[Resource]) -> list[Resource]:
