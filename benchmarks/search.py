@@ -18,13 +18,17 @@ search, not Ray (overhead.py measures Ray). Strategies, in the order they run:
     +tpe       old with multivariate, grouped TPE
     +gp        old with Optuna's Gaussian-process sampler
 
-TPE and GP draw their first 10 trials of a study at random (Optuna's `n_startup_trials`), so
-below 11 trials per model `+tpe` and `+gp` search as `old` does.
+`old` draws a study's first 10 trials at random (Optuna's default `n_startup_trials`), so below
+11 trials per model it searches at random with ASHA; the service's TPE and GP start after a third
+of the budget (`sampler.startup_trials`, 3 to 10).
 
 For each task and strategy it prints the median over seeds of the iterations each model's study
 trained until one of its reports first reached the target (the task's memoryless baseline x
 --target), the iterations the sweep trained until it named the final winner (the model whose best
-complete trial is lowest; named once it leads to the end), each as a ratio to random's, and in how
+complete trial is lowest, once every model has completed a trial; named once it leads to the
+end), the iterations until it matched random's answer (named the winner with a best trial at
+least as good as the median of the random sweeps' bests), the iterations the whole sweep spent,
+each as a ratio to random's, and in how
 many seeds the sweep named the right winner: the model with the lowest complete trial of the
 random sweeps, pooled over seeds (unpruned, and free of the strategies under test). Every report
 of every trial is written with the settings to --out.
@@ -295,15 +299,24 @@ def reached(sweep: Sweep, model: str, target: float) -> float:
     )
 
 
-def leaders(sweep: Sweep) -> list[tuple[int, str]]:
-    """The model the sweep would name after each complete trial (its best complete trial lowest)."""
+def standings(sweep: Sweep) -> list[tuple[int, dict[str, float]]]:
+    """Each model's best complete trial after each improvement, from when every model that
+    completes a trial in the sweep has completed one: before that the sweep cannot say which
+    model wins, whatever order it tried them in."""
+    entrants = {r.model for r in sweep.reports if r.complete}
     best: dict[str, float] = {}
-    named = []
+    kept = []
     for r in sweep.reports:
         if r.complete and r.value < best.get(r.model, math.inf):
             best[r.model] = r.value
-            named.append((r.sweep_iterations, min(best, key=best.__getitem__)))
-    return named
+            if set(best) == entrants:
+                kept.append((r.sweep_iterations, dict(best)))
+    return kept
+
+
+def leaders(sweep: Sweep) -> list[tuple[int, str]]:
+    """The model the sweep would name after each improvement (its best complete trial lowest)."""
+    return [(iterations, min(best, key=best.__getitem__)) for iterations, best in standings(sweep)]
 
 
 def named_at(sweep: Sweep, winner: str) -> float:
@@ -317,6 +330,19 @@ def named_at(sweep: Sweep, winner: str) -> float:
     return named[since][0]
 
 
+def matched(sweep: Sweep, winner: str, answer: float) -> float:
+    """The sweep's iterations when it first named `winner` with a best complete trial at least as
+    good as `answer` (random's answer, model and value); inf if never."""
+    return next(
+        (
+            iterations
+            for iterations, best in standings(sweep)
+            if min(best, key=best.__getitem__) == winner and best[winner] <= answer
+        ),
+        math.inf,
+    )
+
+
 def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
     tasks: dict[str, Any] = {}
     for task in args.tasks:
@@ -327,6 +353,9 @@ def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
         baseline = TASKS.get(task).sized({"T": args.T}).baseline
         target = baseline * args.target
         winner = min(reference, key=lambda r: r.value).model
+        answer = statistics.median(
+            min(r.value for r in s.reports if r.complete) for s in mine if s.strategy == "random"
+        )
         rows: dict[str, Any] = {}
         for name in ["random", *[n for n in args.strategies if n != "random"]]:
             runs = [s for s in mine if s.strategy == name]
@@ -338,6 +367,7 @@ def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
                 "iterations_to_target": to_target,
                 "iterations_to_winner": to_winner,
                 "right_winner": sum(named_at(s, winner) < math.inf for s in runs),
+                "iterations_to_answer": statistics.median(matched(s, winner, answer) for s in runs),
                 "seeds": len(runs),
                 "iterations": statistics.median(
                     s.reports[-1].sweep_iterations if s.reports else 0 for s in runs
@@ -351,7 +381,11 @@ def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
                 m: _ratio(row["iterations_to_target"][m], random["iterations_to_target"][m]) for m in MODELS
             }
             row["winner_ratio"] = _ratio(row["iterations_to_winner"], random["iterations_to_winner"])
-        tasks[task] = {"baseline": baseline, "target": target, "winner": winner, "strategies": rows}
+            row["answer_ratio"] = _ratio(row["iterations_to_answer"], random["iterations_to_answer"])
+            row["spent_ratio"] = _ratio(row["iterations"], random["iterations"])
+        tasks[task] = {
+            "baseline": baseline, "target": target, "winner": winner, "answer": answer, "strategies": rows
+        }  # fmt: skip
     return tasks
 
 
@@ -371,21 +405,22 @@ def print_summary(tasks: dict[str, Any], args: argparse.Namespace) -> None:
     for task, result in tasks.items():
         print(
             f"\n{task} T={args.T}: target {result['target']:.4f} (baseline {result['baseline']:.4f} x "
-            f"{args.target}); winner {result['winner']}; medians over the seeds run; "
-            "iterations (ratio to random)"
+            f"{args.target}); winner {result['winner']}, random's answer {result['answer']:.4f}; "
+            "medians over the seeds run; iterations (ratio to random)"
         )
         print(
-            f"{'strategy':>8}  {'spent':>6}  "
+            f"{'strategy':>8}  {'spent':>13}  "
             + "  ".join(f"{m:>14}" for m in MODELS)
-            + "  winner named  right"
+            + f"  {'winner named':>14}  {'answer':>14}  right"
         )
         for name, row in result["strategies"].items():
             cells = "  ".join(
                 f"{_shown(row['iterations_to_target'][m], row['target_ratio'][m]):>14}" for m in MODELS
             )
             print(
-                f"{name:>8}  {row['iterations']:>6.0f}  {cells}  "
-                f"{_shown(row['iterations_to_winner'], row['winner_ratio']):>12}  "
+                f"{name:>8}  {_shown(row['iterations'], row['spent_ratio']):>13}  {cells}  "
+                f"{_shown(row['iterations_to_winner'], row['winner_ratio']):>14}  "
+                f"{_shown(row['iterations_to_answer'], row['answer_ratio']):>14}  "
                 f"{row['right_winner']}/{row['seeds']}"
             )
 
@@ -408,7 +443,7 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="3 seeds, 6 trials of 600 iterations per model, target 0.9 (about an hour on 2 cores)",
+        help="3 seeds, 6 trials of 600 iterations per model, target 0.9 (about two hours on 2 cores)",
     )
     parser.add_argument("--tasks", nargs="+", choices=TASK_NAMES, default=list(TASK_NAMES))
     parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES))

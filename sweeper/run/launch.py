@@ -217,8 +217,9 @@ def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -
         )
         requeue_paper_points(study)
         study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)))
-        study.set_user_attr(SAMPLER_ATTR, sampler_text(study.sampler))
-        log.info("study %s samples with %s", study_record.study_name, sampler_text(study.sampler))
+        drawn = sampler_text(spec, study_record.model)
+        study.set_user_attr(SAMPLER_ATTR, drawn)
+        log.info("study %s samples with %s", study_record.study_name, drawn)
         plans.append(
             StudyPlan(
                 study,

@@ -43,6 +43,15 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
         return None
 
 
+def startup_trials(spec: SweepSpec, model: str) -> int:
+    """Trials a study draws at random before TPE or GP model it: the spec's number, or a third of
+    the study's budget between 3 and 10. Optuna's fixed 10 would leave most of a 12-trial study
+    random; the papers' points and warm-started trials count among them."""
+    if spec.sampler.startup_trials is not None:
+        return spec.sampler.startup_trials
+    return max(3, min(10, study_budget(spec, model) // 3))
+
+
 def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.BaseSampler:
     """Seeded from the spec, shifted by the trials already asked so a resume does not replay draws;
     a study whose searched values are grids walks its grid.
@@ -50,7 +59,8 @@ def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.Ba
     TPE models the searched values jointly (`multivariate`), split into the groups that appear
     together (`group`): a model's space is conditional (ρ bounded by the hidden size drawn, Neumann
     settings only for NC-GRU), and independent TPE ignores how its values interact. `gp` is Optuna's
-    Gaussian-process sampler, for studies of a few dozen trials."""
+    Gaussian-process sampler, for studies of a few dozen trials. Both start after
+    `startup_trials`."""
     seed = (spec.sampler.seed if spec.sampler.seed is not None else spec.seed) + offset
     grid = grid_of(spec.space(model))
     if grid is not None:
@@ -61,17 +71,26 @@ def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.Ba
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if spec.sampler.name == "cmaes":
             return optuna.samplers.CmaEsSampler(seed=seed)
+        startup = startup_trials(spec, model)
         if spec.sampler.name == "gp":
-            return optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False)
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True)
+            return optuna.samplers.GPSampler(
+                seed=seed, n_startup_trials=startup, warn_independent_sampling=False
+            )
+        return optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=startup, multivariate=True, group=True, constant_liar=True
+        )
 
 
-def sampler_text(sampler: optuna.samplers.BaseSampler) -> str:
-    """How a study samples, as its `sampler` attribute and the launch log say it."""
-    name = type(sampler).__name__
-    if isinstance(sampler, optuna.samplers.TPESampler):
-        return f"{name}(multivariate, group, constant_liar)"
-    return name
+def sampler_text(spec: SweepSpec, model: str) -> str:
+    """How `make_sampler` draws a study's trials, as its `sampler` attribute and the launch log say it."""
+    if grid_of(spec.space(model)) is not None:
+        return "grid"
+    startup = startup_trials(spec, model)
+    if spec.sampler.name == "tpe":
+        return f"TPE (multivariate, grouped, constant liar) after {startup} random trials"
+    if spec.sampler.name == "gp":
+        return f"Gaussian process after {startup} random trials"
+    return {"random": "random", "cmaes": "CMA-ES"}[spec.sampler.name]
 
 
 def requeue_paper_points(study: optuna.Study) -> int:

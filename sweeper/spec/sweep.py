@@ -68,6 +68,13 @@ class Sampler(Named):
     name: Literal["tpe", "gp", "random", "cmaes"] = "tpe"
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
     paper_points: bool = Field(True, description="start from the papers' published configurations")
+    startup_trials: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="trials of a study drawn at random before TPE or GP model the rest; "
+        "default a third of its budget, 3 to 10",
+    )
 
 
 class Scheduler(Named):

@@ -76,6 +76,31 @@ def test_a_papers_point_cut_short_is_asked_for_again(tmp_path: Path) -> None:
     store.dispose()
 
 
+def draws(sampler: optuna.samplers.BaseSampler, n: int) -> list[float]:
+    study = optuna.create_study(sampler=sampler)
+    values = []
+    for _ in range(n):
+        trial = study.ask()
+        values.append(trial.suggest_float("lr", 1e-4, 1e-1, log=True))
+        study.tell(trial, abs(values[-1] - 0.01))
+    return values
+
+
+@pytest.mark.parametrize("name", ["tpe", "gp"])
+@pytest.mark.parametrize(
+    ("trials", "startup", "expected"), [(12, None, 4), (6, None, 3), (60, None, 10), (12, 2, 2)]
+)
+def test_a_study_models_its_results_after_a_share_of_its_budget(
+    name: str, trials: int, startup: int | None, expected: int
+) -> None:
+    spec = spec_of(sampler={"name": name, "startup_trials": startup}, budget={"trials": trials})
+    sampled = draws(make_sampler(spec, "gru", 0), expected + 2)
+    random = draws(optuna.samplers.RandomSampler(seed=0), expected + 2)
+    assert sampled[:expected] == random[:expected]
+    assert sampled[expected:] != random[expected:]
+    assert sampler_text(spec, "gru").endswith(f"after {expected} random trials")
+
+
 @pytest.mark.parametrize("name", ["tpe", "gp"])
 def test_a_conditional_space_draws_only_valid_combinations(name: str) -> None:
     spec = parse_spec(
@@ -89,8 +114,8 @@ def test_a_conditional_space_draws_only_valid_combinations(name: str) -> None:
         "s.yaml",
     )
     sampler = make_sampler(spec, "ncgru", 0)
-    expected = "TPESampler(multivariate, group, constant_liar)" if name == "tpe" else "GPSampler"
-    assert sampler_text(sampler) == expected
+    expected = "TPE (multivariate, grouped, constant liar)" if name == "tpe" else "Gaussian process"
+    assert sampler_text(spec, "ncgru") == f"{expected} after 3 random trials"
     study = optuna.create_study(sampler=sampler)
     for _ in range(14):
         trial = study.ask()
