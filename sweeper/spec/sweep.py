@@ -12,14 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    Field,
-    PrivateAttr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sweeper.spec.values import (
     FRACTION_SUFFIX,
@@ -69,11 +62,7 @@ class Sampler(Named):
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
     paper_points: bool = Field(True, description="start from the papers' published configurations")
     startup_trials: int | None = Field(
-        None,
-        ge=0,
-        le=1_000_000,
-        description="trials of a study drawn at random before TPE or GP model the rest; "
-        "default a third of its budget, 3 to 10",
+        None, ge=0, le=1_000_000, description="random trials before TPE or GP; default budget / 3, 3 to 10"
     )
 
 
