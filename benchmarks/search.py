@@ -17,10 +17,11 @@ search, not Ray (overhead.py measures Ray). Strategies, in the order they run:
                is not counted)
     +tpe       old with multivariate, grouped TPE
     +gp        old with Optuna's Gaussian-process sampler
+    +grace     default with ASHA's first rung at a third of a trial instead of the first report
 
 `old` draws a study's first 10 trials at random (Optuna's default `n_startup_trials`), so below
-11 trials per model it searches at random with ASHA; the service's TPE and GP start after a third
-of the budget (`sampler.startup_trials`, 3 to 10).
+11 trials per model it searches at random with ASHA; the service's TPE and GP start after the
+papers' points and a third of the budget at random (`sampler.startup_trials`, 3 to 10).
 
 For each task and strategy it prints the median over seeds of the iterations each model's study
 trained until one of its reports first reached the target (the task's memoryless baseline x
@@ -85,6 +86,7 @@ class Strategy:
     paper_points: bool = False
     warm: bool = False
     race: bool = False
+    late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
 
 
 STRATEGIES = {  # in the order they run: the comparison that matters most first
@@ -97,6 +99,7 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "+warm": Strategy("old", warm=True),
     "+tpe": Strategy("tpe"),
     "+gp": Strategy("gp"),
+    "+grace": Strategy("tpe", paper_points=True, late_grace=True),
 }
 
 
@@ -161,7 +164,11 @@ def sweep_spec(task: str, strategy: Strategy, seed: int, args: argparse.Namespac
             "seed": seed,
             "paper_points": strategy.paper_points,
         },
-        "scheduler": {"name": strategy.scheduler, "grace_period": args.eval_every, "reduction_factor": 3},
+        "scheduler": {
+            "name": strategy.scheduler,
+            "grace_period": args.iterations // 3 if strategy.late_grace else args.eval_every,
+            "reduction_factor": 3,
+        },
         "budget": {"trials": args.trials, "allocate": "race" if strategy.race else "equal"},
         "seed": seed,
     }

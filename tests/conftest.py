@@ -4,8 +4,9 @@ Without a GPU to test on (`SWEEPER_TEST_DEVICE`, default cpu), Triton's kernels 
 interpreter on CPU tensors; the variable must be set before any kernel module is imported.
 
 The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject.toml; `-n 0`
-runs it in one process): each worker computes with one thread, and the tests that start a local
-Ray run one after another on one worker, since two local Rays on one machine can find each other.
+runs it in one process): each worker computes with one thread. Tests that start a local Ray run on
+either worker, since each starts a new Ray of its own (`address="local"`); the tests that read the
+session's finished sweep run on one worker, so that it is built once.
 """
 
 from __future__ import annotations
@@ -24,16 +25,12 @@ import pytest
 
 from tests.helpers import POSTGRES_ADMIN_URL, FinishedSweep, run_sweep_cli
 
-# Slow tests here start a local Ray (a sweep, a cluster rehearsal, a job); they run one at a time on
-# one xdist worker, while the other worker takes everything else (`--dist loadgroup`).
-STARTS_RAY = ("tests/sweeper/", "tests/deploy/", "tests/examples/")
 
-
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        slow_with_ray = item.get_closest_marker("slow") and item.nodeid.startswith(STARTS_RAY)
-        if slow_with_ray or "finished_sweep" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        if "finished_sweep" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("finished_sweep"))
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ from sweeper.run.policy import (
     make_pruner,
     make_sampler,
     make_scheduler,
+    paper_point_count,
+    race_rung,
     reconcile,
     requeue_paper_points,
     sampler_text,
@@ -216,8 +218,9 @@ def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -
             study_name=study_record.study_name, storage=store.optuna, pruner=make_pruner(spec)
         )
         requeue_paper_points(study)
-        study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)))
-        drawn = sampler_text(spec, study_record.model)
+        papers = paper_point_count(study)
+        study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)), papers)
+        drawn = sampler_text(spec, study_record.model, papers)
         study.set_user_attr(SAMPLER_ATTR, drawn)
         log.info("study %s samples with %s", study_record.study_name, drawn)
         plans.append(
@@ -232,8 +235,7 @@ def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -
         )
     searcher = MultiStudySearcher(spec, plans, tracker, record.mlflow_experiment_id)
     if spec.budget.allocate == "race":
-        rung = spec.budget.race_rung or max(2, spec.budget.trials // 4)
-        searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
+        searcher.race = Race(plans, spec.budget.trials, race_rung(spec), spec.resolved_objective().mode)
     return searcher
 
 

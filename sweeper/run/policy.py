@@ -46,21 +46,32 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
 def startup_trials(spec: SweepSpec, model: str) -> int:
     """Trials a study draws at random before TPE or GP model it: the spec's number, or a third of
     the study's budget between 3 and 10. Optuna's fixed 10 would leave most of a 12-trial study
-    random; the papers' points and warm-started trials count among them."""
+    random. Warm-started trials count among them; the papers' points come on top (`make_sampler`)."""
     if spec.sampler.startup_trials is not None:
         return spec.sampler.startup_trials
     return max(3, min(10, study_budget(spec, model) // 3))
 
 
-def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.BaseSampler:
+def race_rung(spec: SweepSpec) -> int:
+    """A race's first rung, in trials per model: the spec's number, or a quarter of the budget but
+    never fewer than the studies' random startup trials. Models are first compared on an unbiased
+    sample of their spaces; a model cut on one or two draws is cut on luck."""
+    if spec.budget.race_rung is not None:
+        return spec.budget.race_rung
+    return max(2, spec.budget.trials // 4, *(startup_trials(spec, model) for model in spec.models))
+
+
+def make_sampler(spec: SweepSpec, model: str, offset: int, papers: int = 0) -> optuna.samplers.BaseSampler:
     """Seeded from the spec, shifted by the trials already asked so a resume does not replay draws;
     a study whose searched values are grids walks its grid.
 
     TPE models the searched values jointly (`multivariate`), split into the groups that appear
     together (`group`): a model's space is conditional (ρ bounded by the hidden size drawn, Neumann
     settings only for NC-GRU), and independent TPE ignores how its values interact. `gp` is Optuna's
-    Gaussian-process sampler, for studies of a few dozen trials. Both start after
-    `startup_trials`."""
+    Gaussian-process sampler, for studies of a few dozen trials. Both start after the study's
+    `papers` points and `startup_trials` random draws: a published point is one setting, often
+    tuned for another scale, not a look at the space, and NC-GRU's two would leave a 6-trial study
+    one random draw."""
     seed = (spec.sampler.seed if spec.sampler.seed is not None else spec.seed) + offset
     grid = grid_of(spec.space(model))
     if grid is not None:
@@ -71,7 +82,7 @@ def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.Ba
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if spec.sampler.name == "cmaes":
             return optuna.samplers.CmaEsSampler(seed=seed)
-        startup = startup_trials(spec, model)
+        startup = papers + startup_trials(spec, model)
         if spec.sampler.name == "gp":
             return optuna.samplers.GPSampler(
                 seed=seed, n_startup_trials=startup, warn_independent_sampling=False
@@ -81,16 +92,23 @@ def make_sampler(spec: SweepSpec, model: str, offset: int) -> optuna.samplers.Ba
         )
 
 
-def sampler_text(spec: SweepSpec, model: str) -> str:
+def sampler_text(spec: SweepSpec, model: str, papers: int = 0) -> str:
     """How `make_sampler` draws a study's trials, as its `sampler` attribute and the launch log say it."""
     if grid_of(spec.space(model)) is not None:
         return "grid"
-    startup = startup_trials(spec, model)
+    first = f"{papers} papers' point{'s' * (papers > 1)} and " if papers else ""
+    first += f"{startup_trials(spec, model)} random trials"
     if spec.sampler.name == "tpe":
-        return f"TPE (multivariate, grouped, constant liar) after {startup} random trials"
+        return f"TPE (multivariate, grouped, constant liar) after {first}"
     if spec.sampler.name == "gp":
-        return f"Gaussian process after {startup} random trials"
+        return f"Gaussian process after {first}"
     return {"random": "random", "cmaes": "CMA-ES"}[spec.sampler.name]
+
+
+def paper_point_count(study: optuna.Study) -> int:
+    """The papers' points a study holds, each counted once however often it was asked."""
+    trials = study.get_trials(deepcopy=False)
+    return len({t.user_attrs[PAPER_POINT_ATTR] for t in trials if PAPER_POINT_ATTR in t.user_attrs})
 
 
 def requeue_paper_points(study: optuna.Study) -> int:

@@ -21,6 +21,8 @@ import yaml
 
 from tests.deploy.workloads import OVERLAYS, kuberay_pods, render_overlay, render_shared
 
+pytestmark = pytest.mark.slow  # one checkov scan takes most of a minute
+
 SKIPS = Path(__file__).parent / "checkov-skips.yaml"
 SCANNED = (*OVERLAYS, "prod-shared")  # the folders checkov reads, one per render
 

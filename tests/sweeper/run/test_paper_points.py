@@ -9,14 +9,14 @@ import optuna
 import pytest
 
 from sweeper.results.summaries import search_notes, study_summaries
-from sweeper.run.launch import create_sweep
-from sweeper.run.policy import make_sampler, requeue_paper_points, sampler_text
+from sweeper.run.launch import create_sweep, study_searcher
+from sweeper.run.policy import make_sampler, paper_point_count, requeue_paper_points, sampler_text
 from sweeper.run.search import MultiStudySearcher, StudyPlan, paper_tag
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import trial_config
 from sweeper.store.database import Store
-from sweeper.store.trial_record import INTERRUPTED_ATTR, PAPER_POINT_ATTR
+from sweeper.store.trial_record import INTERRUPTED_ATTR, PAPER_POINT_ATTR, SAMPLER_ATTR
 from tests.helpers import dump_spec, tiny_spec
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -76,8 +76,10 @@ def test_a_papers_point_cut_short_is_asked_for_again(tmp_path: Path) -> None:
     store.dispose()
 
 
-def draws(sampler: optuna.samplers.BaseSampler, n: int) -> list[float]:
+def draws(sampler: optuna.samplers.BaseSampler, n: int, points: tuple[float, ...] = ()) -> list[float]:
     study = optuna.create_study(sampler=sampler)
+    for lr in points:
+        study.enqueue_trial({"lr": lr}, user_attrs={PAPER_POINT_ATTR: f"a paper's lr={lr}"})
     values = []
     for _ in range(n):
         trial = study.ask()
@@ -99,6 +101,29 @@ def test_a_study_models_its_results_after_a_share_of_its_budget(
     assert sampled[:expected] == random[:expected]
     assert sampled[expected:] != random[expected:]
     assert sampler_text(spec, "gru").endswith(f"after {expected} random trials")
+
+
+@pytest.mark.parametrize("name", ["tpe", "gp"])
+def test_the_papers_points_come_before_the_random_trials_not_among_them(name: str) -> None:
+    spec = spec_of(sampler={"name": name}, budget={"trials": 6})
+    points = (1e-3, 2e-3)
+    sampled = draws(make_sampler(spec, "gru", 0, papers=2), 2 + 3 + 2, points)
+    random = draws(optuna.samplers.RandomSampler(seed=0), 2 + 3 + 2, points)
+    assert sampled[:5] == random[:5] and sampled[:2] == list(points)
+    assert sampled[5:] != random[5:]
+    assert sampler_text(spec, "gru", 2).endswith("after 2 papers' points and 3 random trials")
+
+
+def test_a_launched_study_counts_its_papers_point_once(tmp_path: Path) -> None:
+    store, study = registered(tmp_path, spec_of(budget={"trials": 6}))
+    assert paper_point_count(study) == 1
+    study_searcher(store, store.get_sweep("tiny-1"), None)
+    assert study.user_attrs[SAMPLER_ATTR].endswith("after 1 papers' point and 3 random trials")
+    trial = study.ask()
+    trial.set_user_attr(INTERRUPTED_ATTR, True)
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    assert requeue_paper_points(study) == 1 and paper_point_count(study) == 1  # asked twice, one point
+    store.dispose()
 
 
 @pytest.mark.parametrize("name", ["tpe", "gp"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import optuna
 from ray.tune.search import Searcher
 
+from sweeper.run.policy import race_rung
 from sweeper.run.race import Race
 from sweeper.run.search import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
@@ -59,3 +60,16 @@ def test_the_field_halves_at_each_rung_and_a_resume_finds_the_race_where_it_was(
     assert run_out(resumed) == 5  # the second rung's last trial, then the winner's share
     assert "scornn" in resumed.race.stopped
     assert plans["ncgru"].done == plans["ncgru"].budget == 16 - 2 - 2 - 4
+
+
+def test_the_first_rung_holds_each_studys_random_trials() -> None:
+    def rung(trials: int, **budget: int) -> int:
+        spec = tiny_spec(models=("gru", "scornn"), budget={"trials": trials, "allocate": "race", **budget})
+        return race_rung(parse_spec(dump_spec(spec), "s.yaml"))
+
+    assert rung(6) == 3  # not 2: a study draws its first 3 of 6 at random
+    assert rung(20) == 6 and rung(40) == 10 and rung(100) == 25  # a quarter once that is longer
+    assert rung(6, race_rung=1) == 1
+    startup = {"sampler": {"name": "tpe", "startup_trials": 8}}
+    spec = tiny_spec(models=("gru",), budget={"trials": 12, "allocate": "race"}, **startup)
+    assert race_rung(parse_spec(dump_spec(spec), "s.yaml")) == 8
