@@ -21,7 +21,9 @@ import yaml
 
 from tests.deploy.workloads import OVERLAYS, kuberay_pods, render_overlay, render_shared
 
-pytestmark = pytest.mark.slow  # one checkov scan takes most of a minute
+# One checkov scan takes most of a minute; on one xdist worker the scan runs once and checkov's
+# environment is not installed by two workers at the same time.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("checkov")]
 
 SKIPS = Path(__file__).parent / "checkov-skips.yaml"
 SCANNED = (*OVERLAYS, "prod-shared")  # the folders checkov reads, one per render
