@@ -213,13 +213,16 @@ def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -
     papers' points a stopped driver cut short; racing when the spec allocates by a race."""
     spec = stored_spec(record)
     plans = []
+    most_papers = 0
     for study_record in record.studies:
         study = optuna.load_study(
             study_name=study_record.study_name, storage=store.optuna, pruner=make_pruner(spec)
         )
         requeue_paper_points(study)
-        papers = paper_point_count(study)
-        study.sampler = make_sampler(spec, study_record.model, len(study.get_trials(deepcopy=False)), papers)
+        trials = study.get_trials(deepcopy=False)
+        papers = paper_point_count(trials)
+        most_papers = max(most_papers, papers)
+        study.sampler = make_sampler(spec, study_record.model, len(trials), papers)
         drawn = sampler_text(spec, study_record.model, papers)
         study.set_user_attr(SAMPLER_ATTR, drawn)
         log.info("study %s samples with %s", study_record.study_name, drawn)
@@ -235,7 +238,8 @@ def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -
         )
     searcher = MultiStudySearcher(spec, plans, tracker, record.mlflow_experiment_id)
     if spec.budget.allocate == "race":
-        searcher.race = Race(plans, spec.budget.trials, race_rung(spec), spec.resolved_objective().mode)
+        rung = race_rung(spec, most_papers)
+        searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
     return searcher
 
 

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.run.schedulers import OptunaPrunerScheduler, PerStudyScheduler
 from sweeper.spec.space import grid_of, grid_size
@@ -52,13 +52,15 @@ def startup_trials(spec: SweepSpec, model: str) -> int:
     return max(3, min(10, study_budget(spec, model) // 3))
 
 
-def race_rung(spec: SweepSpec) -> int:
+def race_rung(spec: SweepSpec, papers: int = 0) -> int:
     """A race's first rung, in trials per model: the spec's number, or a quarter of the budget but
-    never fewer than the studies' random startup trials. Models are first compared on an unbiased
-    sample of their spaces; a model cut on one or two draws is cut on luck."""
+    never fewer than a study's papers' points (at most `papers`) and random startup trials. Models
+    are first compared on an unbiased sample of their spaces; a model cut on one or two draws is
+    cut on luck."""
     if spec.budget.race_rung is not None:
         return spec.budget.race_rung
-    return max(2, spec.budget.trials // 4, *(startup_trials(spec, model) for model in spec.models))
+    startup = max(startup_trials(spec, model) for model in spec.models)
+    return max(2, spec.budget.trials // 4, papers + startup)
 
 
 def make_sampler(spec: SweepSpec, model: str, offset: int, papers: int = 0) -> optuna.samplers.BaseSampler:
@@ -105,9 +107,8 @@ def sampler_text(spec: SweepSpec, model: str, papers: int = 0) -> str:
     return {"random": "random", "cmaes": "CMA-ES"}[spec.sampler.name]
 
 
-def paper_point_count(study: optuna.Study) -> int:
-    """The papers' points a study holds, each counted once however often it was asked."""
-    trials = study.get_trials(deepcopy=False)
+def paper_point_count(trials: list[FrozenTrial]) -> int:
+    """The papers' points among a study's trials, each counted once however often it was asked."""
     return len({t.user_attrs[PAPER_POINT_ATTR] for t in trials if PAPER_POINT_ATTR in t.user_attrs})
 
 

@@ -70,6 +70,8 @@ def test_the_first_rung_holds_each_studys_random_trials() -> None:
     assert rung(6) == 3  # not 2: a study draws its first 3 of 6 at random
     assert rung(20) == 6 and rung(40) == 10 and rung(100) == 25  # a quarter once that is longer
     assert rung(6, race_rung=1) == 1
+    two_papers = tiny_spec(models=("gru", "scornn"), budget={"trials": 6, "allocate": "race"})
+    assert race_rung(parse_spec(dump_spec(two_papers), "s.yaml"), papers=2) == 5  # 2 points, then 3
     startup = {"sampler": {"name": "tpe", "startup_trials": 8}}
     spec = tiny_spec(models=("gru",), budget={"trials": 12, "allocate": "race"}, **startup)
     assert race_rung(parse_spec(dump_spec(spec), "s.yaml")) == 8
