@@ -1,0 +1,207 @@
+"""The recorded table: every run's learning curve, as data in the repository.
+
+Two files in one folder: `table.json` (the settings, each (task, model)'s design and space, the
+code versions and machines that recorded it, why a run failed) and `curves.npz` (per task and
+model, arrays over [configuration, seed, evaluation]: the objective, the worker-seconds since the
+trial's start, the wall seconds; and over [configuration, seed]: the run's status and the code
+version that recorded it). A run not yet recorded is `MISSING`, its values NaN; a run that
+diverged keeps the evaluations before it.
+
+The table is written after every run, metadata first and then the arrays, each by an atomic
+rename: a recorder stopped between the two leaves arrays shorter than the design, which read as
+runs still missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MODELS = ("gru", "goru", "scornn", "ncgru")
+TASK_NAMES = ("copying", "denoise")
+FORMAT = 1
+MISSING, COMPLETE, DIVERGED, FAILED = 0, 1, 2, 3
+STATUS_NAMES = {MISSING: "missing", COMPLETE: "complete", DIVERGED: "diverged", FAILED: "failed"}
+META, CURVES = "table.json", "curves.npz"
+ARRAYS = ("objective", "seconds", "wall")  # [configuration, seed, evaluation]
+RUN_ARRAYS = ("status", "version")  # [configuration, seed]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every trial of the benchmark shares; a recorded table is valid for these alone."""
+
+    T: int = 100
+    hidden: int = 32
+    batch_size: int = 32
+    valid_size: int = 200
+    iterations: int = 2000
+    eval_every: int = 100
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class TableMismatch(ValueError):
+    """The table was recorded for other settings, another space or another code version."""
+
+
+@dataclass
+class Curves:
+    """One (task, model): its design and every run's curve."""
+
+    designs: list[dict[str, Any]]  # {"label", "params", "config"}, in recording order
+    objective: np.ndarray
+    seconds: np.ndarray  # worker-seconds since the trial started: CPU time on a CPU, wall time on a GPU
+    wall: np.ndarray
+    status: np.ndarray
+    version: np.ndarray
+
+    @classmethod
+    def empty(cls, designs: list[dict[str, Any]], seeds: int, evaluations: int) -> Curves:
+        shape = (len(designs), seeds, evaluations)
+        return cls(
+            designs,
+            np.full(shape, np.nan),
+            np.full(shape, np.nan),
+            np.full(shape, np.nan),
+            np.zeros(shape[:2], dtype=np.int8),
+            np.full(shape[:2], -1, dtype=np.int8),
+        )
+
+    def grown(self, designs: list[dict[str, Any]], seeds: int) -> Curves:
+        """The same runs within a longer design or more seeds; the new runs missing."""
+        bigger = Curves.empty(designs, seeds, self.objective.shape[2])
+        c, s = self.status.shape
+        for name in (*ARRAYS, *RUN_ARRAYS):
+            getattr(bigger, name)[:c, :s] = getattr(self, name)
+        return bigger
+
+    @property
+    def paper(self) -> np.ndarray:
+        """Which configurations are papers' points."""
+        return np.array([not d["label"].startswith("sobol ") for d in self.designs], dtype=bool)
+
+
+@dataclass
+class Table:
+    settings: Settings
+    seeds: int
+    objective_name: str
+    baselines: dict[str, float]
+    spaces: dict[str, dict[str, dict[str, str]]]  # task -> model -> parameter -> range in words
+    curves: dict[str, dict[str, Curves]]  # task -> model
+    versions: list[dict[str, Any]] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # "task/model/configuration/seed" -> why it failed
+
+    @property
+    def steps(self) -> np.ndarray:
+        s = self.settings
+        steps = list(range(s.eval_every, s.iterations + 1, s.eval_every))
+        if steps[-1] != s.iterations:
+            steps.append(s.iterations)
+        return np.array(steps)
+
+    def counts(self) -> dict[str, int]:
+        """Runs by status over the whole table."""
+        statuses = np.concatenate([c.status.ravel() for m in self.curves.values() for c in m.values()])
+        return {STATUS_NAMES[k]: int((statuses == k).sum()) for k in STATUS_NAMES}
+
+    def devices(self) -> set[str]:
+        used = {int(v) for m in self.curves.values() for c in m.values() for v in np.unique(c.version)}
+        return {self.versions[v]["device"] for v in used if v >= 0}
+
+
+def read(folder: Path) -> Table:
+    meta = json.loads((folder / META).read_text())
+    if meta.get("format") != FORMAT:
+        raise TableMismatch(
+            f"{folder / META} is format {meta.get('format')}; this code reads format {FORMAT}"
+        )
+    settings = Settings(**meta["settings"])
+    evaluations = len(range(settings.eval_every, settings.iterations + 1, settings.eval_every)) + (
+        settings.iterations % settings.eval_every != 0
+    )
+    arrays = dict(np.load(folder / CURVES)) if (folder / CURVES).exists() else {}
+    curves: dict[str, dict[str, Curves]] = {}
+    for task, models in meta["designs"].items():
+        for model, designs in models.items():
+            full = Curves.empty(designs, meta["seeds"], evaluations)
+            key = f"{task}.{model}."
+            if key + "status" in arrays:
+                stored = Curves(designs, *(arrays[key + name] for name in (*ARRAYS, *RUN_ARRAYS)))
+                if stored.status.shape[0] > len(designs) or stored.status.shape[1] > meta["seeds"]:
+                    raise TableMismatch(
+                        f"{folder / CURVES} holds more runs of {task}/{model} than its design"
+                    )
+                full = stored.grown(designs, meta["seeds"])
+            curves.setdefault(task, {})[model] = full
+    return Table(
+        settings,
+        meta["seeds"],
+        meta["objective"],
+        meta["baselines"],
+        meta["spaces"],
+        curves,
+        meta["versions"],
+        meta["reasons"],
+    )
+
+
+def write(table: Table, folder: Path) -> None:
+    """Metadata first, then the arrays, each replaced whole (see the module's docstring)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "format": FORMAT,
+        "settings": table.settings.as_dict(),
+        "seeds": table.seeds,
+        "objective": table.objective_name,
+        "baselines": table.baselines,
+        "runs": table.counts(),
+        "versions": table.versions,
+        "spaces": table.spaces,
+        "designs": {t: {m: c.designs for m, c in models.items()} for t, models in table.curves.items()},
+        "reasons": table.reasons,
+    }
+    _replace(folder / META, lambda path: path.write_text(json.dumps(meta, indent=1) + "\n"))
+    arrays = {
+        f"{task}.{model}.{name}": getattr(curves, name)
+        for task, models in table.curves.items()
+        for model, curves in models.items()
+        for name in (*ARRAYS, *RUN_ARRAYS)
+    }
+    _replace(folder / CURVES, lambda path: np.savez_compressed(path, **arrays))
+
+
+def _replace(path: Path, write_to: Any) -> None:
+    temporary = path.with_name(f".{path.stem}.writing{path.suffix}")
+    write_to(temporary)
+    os.replace(temporary, path)
+
+
+def check_matches(table: Table, settings: Settings, spaces: dict[str, dict[str, dict[str, str]]]) -> None:
+    """Refuse a table recorded for other settings or spaces, naming each difference."""
+    differences = [
+        f"{name}: the table's {theirs}, this benchmark's {ours}"
+        for name, theirs in table.settings.as_dict().items()
+        if theirs != (ours := settings.as_dict()[name])
+    ]
+    for task, models in spaces.items():
+        for model, space in models.items():
+            recorded = table.spaces.get(task, {}).get(model)
+            if recorded is None:
+                differences.append(f"{task}/{model}: not in the table")
+                continue
+            for name in sorted(set(space) | set(recorded)):
+                if space.get(name) != recorded.get(name):
+                    differences.append(
+                        f"{task}/{model} {name}: the table's {recorded.get(name, 'absent')}, "
+                        f"this benchmark's {space.get(name, 'absent')}"
+                    )
+    if differences:
+        raise TableMismatch("the table was recorded for another benchmark: " + "; ".join(differences))
