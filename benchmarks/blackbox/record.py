@@ -65,6 +65,7 @@ class Outcome:
     objective: list[float]
     seconds: list[float]
     wall: list[float]
+    ended: float
     reason: str | None = None
 
 
@@ -223,23 +224,25 @@ def run_one(run: Run, config: dict[str, Any], objective: str) -> Outcome:
     wall: list[float] = []
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
+    def clock() -> float:
+        return time.process_time() - cpu0 if device == "cpu" else time.perf_counter() - wall0
+
     def report(step: int, metrics: dict[str, Any]) -> None:
-        now = time.perf_counter() - wall0
         values.append(float(metrics[objective]))
-        seconds.append(time.process_time() - cpu0 if device == "cpu" else now)
-        wall.append(now)
+        seconds.append(clock())
+        wall.append(time.perf_counter() - wall0)
 
     try:
         train({**config, "seed": run.seed, "device": device}, report)
     except TrialDiverged as exc:
-        return Outcome(run, tables.DIVERGED, values, seconds, wall, f"TrialDiverged: {exc}")
+        return Outcome(run, tables.DIVERGED, values, seconds, wall, clock(), f"TrialDiverged: {exc}")
     except Exception as exc:  # a run that cannot train is recorded as failed, with why
-        return Outcome(run, tables.FAILED, values, seconds, wall, f"{type(exc).__name__}: {exc}")
+        return Outcome(run, tables.FAILED, values, seconds, wall, clock(), f"{type(exc).__name__}: {exc}")
     if device == "cuda":
         import torch
 
         torch.cuda.empty_cache()
-    return Outcome(run, tables.COMPLETE, values, seconds, wall)
+    return Outcome(run, tables.COMPLETE, values, seconds, wall, clock())
 
 
 def _run_job(job: tuple[Run, dict[str, Any], str]) -> Outcome:
@@ -255,6 +258,7 @@ def store(table: tables.Table, outcome: Outcome, version: int) -> None:
         getattr(curves, name)[run.index, run.seed, :n] = getattr(outcome, name)
     curves.status[run.index, run.seed] = outcome.status
     curves.version[run.index, run.seed] = version
+    curves.ended[run.index, run.seed] = outcome.ended
     if outcome.reason is not None:
         table.reasons[run.key] = outcome.reason[:500]
 

@@ -3,8 +3,8 @@
 Two files in one folder: `table.json` (the settings, each (task, model)'s design and space, the
 code versions and machines that recorded it, why a run failed) and `curves.npz` (per task and
 model, arrays over [configuration, seed, evaluation]: the objective, the worker-seconds since the
-trial's start, the wall seconds; and over [configuration, seed]: the run's status and the code
-version that recorded it). A run not yet recorded is `MISSING`, its values NaN; a run that
+trial's start, the wall seconds; and over [configuration, seed]: the run's status, the code
+version that recorded it and its worker-seconds at its end, the moment a failed run failed). A run not yet recorded is `MISSING`, its values NaN; a run that
 diverged keeps the evaluations before it.
 
 The table is written after every run, metadata first and then the arrays, each by an atomic
@@ -29,7 +29,7 @@ MISSING, COMPLETE, DIVERGED, FAILED = 0, 1, 2, 3
 STATUS_NAMES = {MISSING: "missing", COMPLETE: "complete", DIVERGED: "diverged", FAILED: "failed"}
 META, CURVES = "table.json", "curves.npz"
 ARRAYS = ("objective", "seconds", "wall")  # [configuration, seed, evaluation]
-RUN_ARRAYS = ("status", "version")  # [configuration, seed]
+RUN_ARRAYS = ("status", "version", "ended")  # [configuration, seed]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class Curves:
     wall: np.ndarray
     status: np.ndarray
     version: np.ndarray
+    ended: np.ndarray
 
     @classmethod
     def empty(cls, designs: list[dict[str, Any]], seeds: int, evaluations: int) -> Curves:
@@ -72,6 +73,7 @@ class Curves:
             np.full(shape, np.nan),
             np.zeros(shape[:2], dtype=np.int8),
             np.full(shape[:2], -1, dtype=np.int8),
+            np.full(shape[:2], np.nan),
         )
 
     def grown(self, designs: list[dict[str, Any]], seeds: int) -> Curves:
