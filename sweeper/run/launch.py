@@ -176,19 +176,7 @@ def create_sweep(
     record.mlflow_experiment_id = experiment_id
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)
-        study = optuna.create_study(
-            study_name=sname,
-            storage=store.optuna,
-            direction="minimize" if objective.mode == "min" else "maximize",
-            load_if_exists=True,
-        )
-        with (
-            warnings.catch_warnings()
-        ):  # experimental in Optuna, and what names the objective in its dashboard
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names([objective.metric])
-        for label, params in (first_trials or {}).get(model, ()):
-            study.enqueue_trial(params, user_attrs={PAPER_POINT_ATTR: label}, skip_if_exists=True)
+        create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
         parent = None
         if tracker is not None and experiment_id is not None:
             parent = tracker.call(
@@ -198,6 +186,28 @@ def create_sweep(
             StudyRecord(study_name=sname, task=spec.task.name, model=model, mlflow_parent_run_id=parent)
         )
     return store.add_sweep(record)
+
+
+def create_study(
+    spec: SweepSpec,
+    storage: optuna.storages.BaseStorage,
+    name: str,
+    first: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> optuna.Study:
+    """A study of the sweep, asking first for the labelled `first` parameters (papers' points)."""
+    objective = spec.resolved_objective()
+    study = optuna.create_study(
+        study_name=name,
+        storage=storage,
+        direction="minimize" if objective.mode == "min" else "maximize",
+        load_if_exists=True,
+    )
+    with warnings.catch_warnings():  # experimental in Optuna, and what names the objective in its dashboard
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([objective.metric])
+    for label, params in first:
+        study.enqueue_trial(params, user_attrs={PAPER_POINT_ATTR: label}, skip_if_exists=True)
+    return study
 
 
 def resume(store: Store, record: SweepRecord, where: Where) -> tuple[int, RunEnd]:
@@ -211,32 +221,47 @@ def resume(store: Store, record: SweepRecord, where: Where) -> tuple[int, RunEnd
 def study_searcher(store: Store, record: SweepRecord, tracker: Tracker | None) -> MultiStudySearcher:
     """The searcher over the sweep's studies, each with its sampler, pruner, budget and the
     papers' points a stopped driver cut short; racing when the spec allocates by a race."""
-    spec = stored_spec(record)
+    return searcher_over(
+        stored_spec(record),
+        store.optuna,
+        [(s.study_name, s.model, s.mlflow_parent_run_id) for s in record.studies],
+        tracker,
+        record.mlflow_experiment_id,
+    )
+
+
+def searcher_over(
+    spec: SweepSpec,
+    storage: optuna.storages.BaseStorage,
+    studies: Sequence[tuple[str, str, str | None]],
+    tracker: Tracker | None = None,
+    experiment_id: str | None = None,
+) -> MultiStudySearcher:
+    """The searcher over `studies` (name, model, MLflow parent run) in `storage`: what a launch
+    and a resume run, and what the search benchmark replays against recorded curves."""
     plans = []
     most_papers = 0
-    for study_record in record.studies:
-        study = optuna.load_study(
-            study_name=study_record.study_name, storage=store.optuna, pruner=make_pruner(spec)
-        )
+    for name, model, parent_run_id in studies:
+        study = optuna.load_study(study_name=name, storage=storage, pruner=make_pruner(spec))
         requeue_paper_points(study)
         trials = study.get_trials(deepcopy=False)
         papers = paper_point_count(trials)
         most_papers = max(most_papers, papers)
-        study.sampler = make_sampler(spec, study_record.model, len(trials), papers)
-        drawn = sampler_text(spec, study_record.model, papers)
+        study.sampler = make_sampler(spec, model, len(trials), papers)
+        drawn = sampler_text(spec, model, papers)
         study.set_user_attr(SAMPLER_ATTR, drawn)
-        log.info("study %s samples with %s", study_record.study_name, drawn)
+        log.info("study %s samples with %s", name, drawn)
         plans.append(
             StudyPlan(
                 study,
-                study_record.model,
-                study_record.mlflow_parent_run_id,
-                study_budget(spec, study_record.model),
+                model,
+                parent_run_id,
+                study_budget(spec, model),
                 spec.budget.iterations,
                 spec.budget.study_time,
             )
         )
-    searcher = MultiStudySearcher(spec, plans, tracker, record.mlflow_experiment_id)
+    searcher = MultiStudySearcher(spec, plans, tracker, experiment_id)
     if spec.budget.allocate == "race":
         rung = race_rung(spec, most_papers)
         searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)

@@ -130,6 +130,8 @@ class MultiStudySearcher(ResultRecorder):
             return Searcher.FINISHED
         plan = self._next_plan()
         if plan is None:
+            if self.race is not None and not self.race.final and any(p.running for p in self.plans):
+                return None  # the race cuts its field when the rung's running trials end: ask again
             return Searcher.FINISHED
         trial = plan.study.ask()
         params = suggest_params(trial, self.spec, plan.model)
@@ -156,6 +158,11 @@ class MultiStudySearcher(ResultRecorder):
     def progress_of(self, trial_id: str) -> Progress | None:
         live = self._live.get(trial_id)
         return None if live is None else live.progress
+
+    def trial_of(self, trial_id: str) -> optuna.Trial | None:
+        """The study's trial behind a running Tune trial (its parameters as the study drew them)."""
+        live = self._live.get(trial_id)
+        return None if live is None else live.trial
 
     @database_guarded(default=None)
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:

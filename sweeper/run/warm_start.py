@@ -46,18 +46,26 @@ def warm_start(store: Store, record: SweepRecord, earlier: SweepRecord) -> list[
             continue
         old = optuna.load_study(study_name=sources[study_record.model], storage=store.optuna)
         new = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        copies, unfit = [], 0
-        for trial in old.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            if INTERRUPTED_ATTR in trial.user_attrs or WARM_START_ATTR in trial.user_attrs:
-                continue
-            copy = _in_space(trial, spec, study_record.model, f"{earlier.name} trial {trial.number}")
-            if copy is None:
-                unfit += 1
-            else:
-                copies.append(copy)
-        new.add_trials(copies)
-        started.append(WarmStart(study_record.model, len(copies), unfit))
+        started.append(warm_start_study(old, new, spec, study_record.model, earlier.name))
     return started
+
+
+def warm_start_study(
+    old: optuna.Study, new: optuna.Study, spec: SweepSpec, model: str, origin: str
+) -> WarmStart:
+    """Copy `old`'s complete trials that fit `model`'s space in `spec` into `new`; `origin` names
+    the sweep they came from."""
+    copies, unfit = [], 0
+    for trial in old.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if INTERRUPTED_ATTR in trial.user_attrs or WARM_START_ATTR in trial.user_attrs:
+            continue
+        copy = _in_space(trial, spec, model, f"{origin} trial {trial.number}")
+        if copy is None:
+            unfit += 1
+        else:
+            copies.append(copy)
+    new.add_trials(copies)
+    return WarmStart(model, len(copies), unfit)
 
 
 def _in_space(trial: FrozenTrial, spec: SweepSpec, model: str, origin: str) -> FrozenTrial | None:

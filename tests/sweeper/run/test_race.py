@@ -75,3 +75,15 @@ def test_the_first_rung_holds_each_studys_random_trials() -> None:
     startup = {"sampler": {"name": "tpe", "startup_trials": 8}}
     spec = tiny_spec(models=("gru",), budget={"trials": 12, "allocate": "race"}, **startup)
     assert race_rung(parse_spec(dump_spec(spec), "s.yaml")) == 8
+
+
+def test_a_race_waits_for_its_rungs_running_trials_instead_of_finishing() -> None:
+    """Tune never asks again once a searcher answers FINISHED: while the rung's trials still run
+    on other workers, the race answers None (nothing yet), and hands out the next rung after."""
+    searcher, plans, _ = race(("lstm", "gru"), trials=8, rung=2)
+    configs = [searcher.suggest(str(n)) for n in range(4)]  # four workers take the whole first rung
+    assert searcher.suggest("4") is None
+    for n, config in enumerate(configs):
+        searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": LOSS[config["model"]]})
+    assert searcher.suggest("5")["model"] == "gru"
+    assert plans["gru"].budget == 14
