@@ -265,14 +265,16 @@ def store(table: tables.Table, outcome: Outcome, version: int) -> None:
 
 def record(args: argparse.Namespace) -> int:
     folder: Path = args.table
+    asked = {
+        k: v for k, v in (("iterations", args.iterations), ("eval_every", args.eval_every)) if v is not None
+    }
     if (folder / tables.META).exists():
         table = tables.read(folder)
+        tables.check_settings(table, Settings(**{**table.settings.as_dict(), **asked}))
         if args.configs > _sobol_count(table) or args.seeds > table.seeds:
             table = extended(table, args.configs, args.seeds)
     else:
-        table = new_table(
-            Settings(iterations=args.iterations, eval_every=args.eval_every), args.configs, args.seeds
-        )
+        table = new_table(Settings(**asked), args.configs, args.seeds)
     if args.status:
         print(status_text(table))
         return 0
@@ -347,11 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--per-gpu", type=int, default=8, help="worker processes packed on the GPU")
     parser.add_argument("--minutes", type=float, help="stop after this long; unfinished runs are left")
+    parser.add_argument("--iterations", type=int, help=f"a new table's trial length ({Settings.iterations})")
     parser.add_argument(
-        "--iterations", type=int, default=Settings.iterations, help="a new table's trial length"
-    )
-    parser.add_argument(
-        "--eval-every", type=int, default=Settings.eval_every, help="a new table's report interval"
+        "--eval-every", type=int, help=f"a new table's report interval ({Settings.eval_every})"
     )
     parser.add_argument(
         "--new-code-version", action="store_true", help="record beside runs of other training code"

@@ -186,24 +186,67 @@ def _replace(path: Path, write_to: Any) -> None:
     os.replace(temporary, path)
 
 
-def check_matches(table: Table, settings: Settings, spaces: dict[str, dict[str, dict[str, str]]]) -> None:
-    """Refuse a table recorded for other settings or spaces, naming each difference."""
+def check_settings(table: Table, settings: Settings) -> None:
+    """Refuse to record runs of other settings into the table, naming each difference."""
     differences = [
-        f"{name}: the table's {theirs}, this benchmark's {ours}"
+        f"{name}: the table's {theirs}, asked {ours}"
         for name, theirs in table.settings.as_dict().items()
         if theirs != (ours := settings.as_dict()[name])
     ]
+    if differences:
+        raise TableMismatch("the table was recorded with other settings: " + "; ".join(differences))
+
+
+def check_spaces(table: Table, spaces: dict[str, dict[str, dict[str, str]]]) -> None:
+    """Refuse a table whose designs were drawn over other spaces than the benchmark's today."""
+    differences = []
     for task, models in spaces.items():
         for model, space in models.items():
-            recorded = table.spaces.get(task, {}).get(model)
-            if recorded is None:
-                differences.append(f"{task}/{model}: not in the table")
-                continue
+            recorded = table.spaces.get(task, {}).get(model, {})
             for name in sorted(set(space) | set(recorded)):
                 if space.get(name) != recorded.get(name):
                     differences.append(
                         f"{task}/{model} {name}: the table's {recorded.get(name, 'absent')}, "
-                        f"this benchmark's {space.get(name, 'absent')}"
+                        f"the benchmark's {space.get(name, 'absent')}"
                     )
     if differences:
-        raise TableMismatch("the table was recorded for another benchmark: " + "; ".join(differences))
+        raise TableMismatch("the table was recorded over another space: " + "; ".join(differences))
+
+
+def truncated(table: Table, iterations: int) -> Table:
+    """The table as if every trial ran `iterations` (a prefix of each recorded run): a run that
+    diverged later is complete here."""
+    s = table.settings
+    if iterations > s.iterations or iterations % s.eval_every:
+        raise TableMismatch(
+            f"trials of {iterations} iterations are no prefix of the table's: it reports every "
+            f"{s.eval_every} up to {s.iterations}"
+        )
+    keep = iterations // s.eval_every
+    curves: dict[str, dict[str, Curves]] = {}
+    for task, models in table.curves.items():
+        for model, c in models.items():
+            whole = np.isfinite(c.objective[:, :, :keep]).all(axis=2) & (c.status != MISSING)
+            status = np.where(whole, COMPLETE, c.status).astype(np.int8)
+            ended = np.where(whole, c.seconds[:, :, keep - 1], c.ended)
+            cut = Curves(
+                c.designs,
+                c.objective[:, :, :keep],
+                c.seconds[:, :, :keep],
+                c.wall[:, :, :keep],
+                status,
+                c.version,
+                ended,
+            )
+            curves.setdefault(task, {})[model] = cut
+    settings = Settings(**{**s.as_dict(), "iterations": iterations})
+    return Table(
+        settings,
+        table.seeds,
+        table.objective_name,
+        table.baselines,
+        table.spaces,
+        curves,
+        table.versions,
+        table.reasons,
+    )

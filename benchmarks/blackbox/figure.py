@@ -1,0 +1,68 @@
+"""The replay's anytime curves: the share of seeds naming a right winner against worker-hours,
+one panel per task and W, one line per strategy, B marked."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.simulator import Trace
+from benchmarks.blackbox.verdicts import ground_truth, quantile, right_for_good, share_right, timeline
+
+
+def anytime_figure(
+    traces: list[dict[str, Any]], args: argparse.Namespace, table: tables.Table, path: Path
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = dict(zip(args.strategies, plt.get_cmap("tab10").colors, strict=False))
+    rows, cols = len(args.tasks), len(args.workers)
+    figure, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.8 * rows), squeeze=False)
+    for r, task in enumerate(args.tasks):
+        truth = ground_truth(table, task)
+        models = tuple(table.curves[task])
+        for c, workers in enumerate(args.workers):
+            ax = axes[r][c]
+            lines = {
+                s: [
+                    timeline(Trace(**t), models)
+                    for t in traces
+                    if (t["task"], t["strategy"], t["workers"]) == (task, s, workers)
+                    and t["seed"] < args.seeds
+                ]
+                for s in args.strategies
+            }
+            longest = max((line.total_hours for mine in lines.values() for line in mine), default=1.0)
+            grid = np.linspace(0, longest, 200)
+            for strategy, mine in lines.items():
+                if mine:
+                    shares = [share_right(mine, truth, x).mean() for x in grid]
+                    ax.plot(
+                        grid,
+                        shares,
+                        label=strategy,
+                        color=colours[strategy],
+                        lw=1.6 if strategy in ("random", "default") else 1.0,
+                    )
+            budget = quantile(np.array([right_for_good(line, truth) for line in lines["random"]]), 0.9)
+            if np.isfinite(budget):
+                ax.axvline(budget, color="grey", ls="--", lw=0.8)
+                ax.text(budget, 0.02, " B", color="grey")
+            ax.axhline(0.9, color="grey", ls=":", lw=0.8)
+            ax.set_ylim(0, 1.02)
+            ax.set_title(
+                f"{task} T={table.settings.T}, W={workers}: right winner {'/'.join(truth.co_winners)}"
+            )
+            ax.set_xlabel("busy worker-hours")
+            ax.set_ylabel("share of seeds naming a right winner")
+    axes[0][-1].legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)

@@ -1,0 +1,297 @@
+"""Replay search strategies against the recorded table and judge them (`verdicts`).
+
+Each (task, strategy, W, seed) is one sweep of the service's own search on the simulated clock
+(`simulator`); seeds are paired across strategies (the same sampler seed, the same draws of
+recorded seeds). A warm-started strategy starts from the random sweep of the next seed at the
+same W, replayed in the same process. Sweeps run in `--jobs` processes and each finished one is
+appended to a log under --work, named by the table's digest and the replay's settings: a rerun
+goes on from there, and a grown table starts afresh.
+
+    python -m benchmarks.blackbox.replay --strategies random default       # the goal's comparison
+    python -m benchmarks.blackbox.replay                                   # every strategy
+    python -m benchmarks.blackbox.replay --set scheduler.reduction_factor=2 --out /tmp/rf2.json
+    python -m benchmarks.blackbox.replay --iterations 600 --workers 1 --trials 6   # the old quick sweeps
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
+from benchmarks.blackbox.strategies import STRATEGIES
+from benchmarks.blackbox.verdicts import Timeline, goal, ground_truth, judge, timeline
+
+Job = tuple[str, str, int, int]  # task, strategy, workers, seed
+_STATE: dict[str, Any] = {}
+
+
+def load(folder: Path, iterations: int | None) -> tables.Table:
+    """The table as the replay reads it: checked against this benchmark, cut to `iterations`."""
+    from benchmarks.blackbox.design import base_spec, space_text
+
+    table = tables.read(folder)
+    spaces = {
+        task: {m: space_text(base_spec(task, table.settings), m) for m in models}
+        for task, models in table.curves.items()
+    }
+    tables.check_spaces(table, spaces)
+    devices = table.devices()
+    if len(devices) > 1:
+        raise tables.TableMismatch(
+            f"the table mixes devices ({', '.join(sorted(devices))}): its clocks differ"
+        )
+    return table if iterations is None else tables.truncated(table, iterations)
+
+
+def _start(folder: Path, iterations: int | None) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    _STATE["table"] = load(folder, iterations)
+    _STATE["snappers"] = {}
+
+
+def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, Any]:
+    """One sweep (and, for a warm start, the random sweep it starts from)."""
+    from benchmarks.blackbox.simulator import Replay
+
+    task, strategy, workers, seed = job
+    table: tables.Table = _STATE["table"]
+    snappers = _STATE["snappers"].get(task)
+    extra = {} if strategy == "random" else overrides
+    earlier = None
+    if STRATEGIES[strategy].warm:
+        source = Replay(table, task, "random", seed + 1, workers, trials, snappers=snappers)
+        source.run()
+        earlier = source.studies
+    sweep = Replay(table, task, strategy, seed, workers, trials, earlier, snappers, **extra)
+    _STATE["snappers"][task] = sweep.snappers
+    return asdict(sweep.run())
+
+
+def _replay_job(args: tuple[Job, int, dict[str, Any]]) -> dict[str, Any]:
+    return replay_one(*args)
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`section.key=value` pairs as spec entries: {"scheduler": {"reduction_factor": 2}}."""
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        section, _, key = name.partition(".")
+        if not key or not value:
+            raise SystemExit(f"--set {pair}: expected SECTION.KEY=VALUE, e.g. scheduler.reduction_factor=2")
+        overrides.setdefault(section, {})[key] = yaml.safe_load(value)
+    return overrides
+
+
+def work_folder(args: argparse.Namespace) -> Path:
+    """Where this replay's sweeps are logged: one folder per table content and replay settings."""
+    digest = hashlib.sha256((args.table / tables.CURVES).read_bytes())
+    digest.update(json.dumps([args.trials, args.iterations, args.overrides], sort_keys=True).encode())
+    return args.work / digest.hexdigest()[:16]
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    folder = work_folder(args)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "sweeps.jsonl"
+    traces = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    done = {(t["task"], t["strategy"], t["workers"], t["seed"]) for t in traces}
+    jobs = [
+        (task, strategy, workers, seed)
+        for task in args.tasks
+        for workers in args.workers
+        for strategy in args.strategies
+        for seed in range(args.seeds)
+        if (task, strategy, workers, seed) not in done
+    ]
+    if args.summarise or not jobs:
+        return traces
+    print(f"{len(jobs)} sweeps to replay ({len(done)} logged in {folder})", flush=True)
+    started = time.monotonic()
+    context = multiprocessing.get_context("spawn")
+    with (
+        context.Pool(args.jobs, initializer=_start, initargs=(args.table, args.iterations)) as pool,
+        log.open("a") as out,
+    ):
+        for n, trace in enumerate(
+            pool.imap_unordered(_replay_job, [(j, args.trials, args.overrides) for j in jobs]), 1
+        ):
+            out.write(json.dumps(trace) + "\n")
+            out.flush()
+            traces.append(trace)
+            if n % 50 == 0 or n == len(jobs):
+                print(f"{n}/{len(jobs)} sweeps, {time.monotonic() - started:.0f} s", flush=True)
+    return traces
+
+
+def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tables.Table) -> dict[str, Any]:
+    from benchmarks.blackbox.simulator import Trace
+
+    result: dict[str, Any] = {}
+    for task in args.tasks:
+        truth = ground_truth(table, task)
+        models = tuple(table.curves[task])
+        entry: dict[str, Any] = {
+            "baseline": table.baselines[task],
+            "truth": {
+                "winner": truth.winner,
+                "co_winners": list(truth.co_winners),
+                "best": truth.best,
+                "noise": truth.noise,
+                "margin": truth.margin,
+            },
+        }
+        for workers in args.workers:
+            lines: dict[str, list[Timeline]] = {}
+            searcher: dict[str, float] = {}
+            for strategy in args.strategies:
+                mine = sorted(
+                    (
+                        t
+                        for t in traces
+                        if (t["task"], t["strategy"], t["workers"]) == (task, strategy, workers)
+                    ),
+                    key=lambda t: t["seed"],
+                )[: args.seeds]
+                lines[strategy] = [timeline(Trace(**t), models) for t in mine]
+                searcher[strategy] = sum(t["searcher_seconds"] for t in mine) / max(len(mine), 1)
+            verdict = judge(lines, truth)
+            for strategy, seconds in searcher.items():
+                verdict["strategies"][strategy]["searcher_seconds_per_sweep"] = seconds
+            entry[f"W={workers}"] = verdict
+            entry[f"goal W={workers}"] = goal(verdict) if "default" in lines else None
+        result[task] = entry
+    return result
+
+
+def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
+    for task, entry in result.items():
+        truth = entry["truth"]
+        best = ", ".join(f"{m} {v:.4f}" for m, v in sorted(truth["best"].items(), key=lambda kv: kv[1]))
+        print(
+            f"\n{task}: right winner {' or '.join(truth['co_winners'])} (best per model: {best}; "
+            f"seed noise {truth['noise']:.4f}, co-winners within {truth['margin']:.4f})"
+        )
+        for workers in args.workers:
+            verdict = entry[f"W={workers}"]
+            budget = verdict["B_hours"]
+            shown_b = "never (random is not 90% right)" if budget is None else f"{budget:.2f} worker-hours"
+            print(f"  W={workers}: B = {shown_b}")
+            print(
+                f"  {'strategy':>9} {'90% right at':>26} "
+                + " ".join(f"{f'{f}B':>8}" for f in (0.25, 0.33, 0.5, 1.0))
+                + f" {'regret@B':>9} {'spent h':>8}"
+            )
+            for name, row in verdict["strategies"].items():
+                ratio = row.get("ratio_90")
+                low, high = row.get("ratio_90_interval", [None, None])
+                own = "never" if row["hours_90"] is None else f"{row['hours_90']:.2f} h"
+                if ratio is not None:
+                    own += f" ({ratio:.2f}x, {_num(low)}-{_num(high)})"
+                shares = " ".join(
+                    f"{row['at_B'][str(f)]['right']:>8.0%}" if "at_B" in row else f"{'-':>8}"
+                    for f in (0.25, 0.33, 0.5, 1.0)
+                )
+                regret = row["at_B"]["1.0"]["regret_median"] if "at_B" in row else None
+                print(
+                    f"  {name:>9} {own:>26} {shares} {_num(regret, 4):>9} "
+                    f"{_num(row['spent_hours']['median']):>8}"
+                )
+            met = entry.get(f"goal W={workers}")
+            if met is not None:
+                print(f"  goal (default): {'met' if met['met'] else 'not met'} {json.dumps(met)}")
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "inf" if value is None else f"{value:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--table", type=Path, default=DEFAULT_TABLE)
+    parser.add_argument("--tasks", nargs="+", choices=tables.TASK_NAMES, default=list(tables.TASK_NAMES))
+    parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES))
+    parser.add_argument(
+        "--workers", nargs="+", type=int, default=[4, 8], help="W, the sweep's concurrent trials"
+    )
+    parser.add_argument("--seeds", type=int, default=50, help="paired seeds per strategy")
+    parser.add_argument("--trials", type=int, default=24, help="each study's budget (trials per model)")
+    parser.add_argument(
+        "--iterations", type=int, help="replay trials of this length (a prefix of the table's)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="SECTION.KEY=VALUE for every strategy but random",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="processes replaying sweeps")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sweeper-replay")
+    parser.add_argument("--summarise", action="store_true", help="only judge the sweeps already logged")
+    parser.add_argument("--out", type=Path, help="write the verdicts here (JSON), and the figure beside it")
+    args = parser.parse_args(argv)
+    args.strategies = ["random", *[s for s in args.strategies if s != "random"]]
+    args.overrides = parse_overrides(args.overrides)
+    try:
+        table = load(args.table, args.iterations)
+    except tables.TableMismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    traces = run(args)
+    seconds = time.monotonic() - started
+    result = summarise(traces, args, table)
+    print_summary(result, args)
+    if args.out is not None:
+        from benchmarks.blackbox.figure import anytime_figure
+
+        settings = {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in vars(args).items()
+            if k not in ("work", "out")
+        }
+        settings["table"] = (
+            str(args.table.resolve().relative_to(ROOT))
+            if args.table.resolve().is_relative_to(ROOT)
+            else str(args.table)
+        )
+        data = {
+            "command": "python -m benchmarks.blackbox.replay " + " ".join(a for a in (argv or sys.argv[1:])),
+            "settings": settings,
+            "table": {
+                "runs": table.counts(),
+                "seeds": table.seeds,
+                "settings": table.settings.as_dict(),
+                "versions": [{k: v for k, v in e.items() if k != "files"} for e in table.versions],
+            },
+            "replay_seconds": seconds,
+            "tasks": result,
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        anytime_figure(traces, args, table, args.out.with_suffix(".png"))
+        print(f"\nwrote {args.out} and {args.out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Judging replayed sweeps against the table's ground truth.
+
+Ground truth. A configuration's objective is the mean over its complete recorded runs of each
+run's best validation value (the value a study records for a complete trial). A model's best is
+its best configuration's; the right winner is the model with the lowest. Models whose best lies
+within two standard errors of that difference (2 σ √(2/S), σ the seed spread pooled over every
+model's five best configurations, S the seeds per configuration) are co-winners: naming any of
+them is right.
+
+A sweep names, at any moment, the model whose best complete trial is lowest, once every model
+has completed a trial or been stopped by a race; before that it names none (which is not right).
+Its cost by then is its busy worker-hours. Per sweep:
+- the worker-hours from which its named winner is right and stays right to its end (inf if it
+  ends naming another);
+- the named model and configuration at any budget, and that configuration's regret: its
+  objective minus the table's best.
+Over paired seeds: B, the worker-hours by which 90% of random's sweeps are right for good; each
+strategy's share of seeds naming a right winner at fractions of B, with bootstrap intervals; and
+its own 90% point against B.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.simulator import Trace
+
+FRACTIONS = (0.25, 0.33, 0.5, 1.0)
+TOP = 5  # configurations per model that the seed noise is pooled over
+BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True)
+class Truth:
+    objective: dict[str, np.ndarray]  # per model, each configuration's seed-averaged objective
+    best: dict[str, float]
+    winner: str
+    co_winners: tuple[str, ...]  # the winner and the models within seed noise of it
+    noise: float  # σ, the pooled seed spread of one run's best value
+    margin: float
+
+    @property
+    def table_best(self) -> float:
+        return self.best[self.winner]
+
+    def regret(self, model: str, design: int) -> float:
+        return float(self.objective[model][design]) - self.table_best
+
+
+def run_bests(curves: tables.Curves) -> np.ndarray:
+    """[configuration, seed]: each complete run's best value, NaN for every other run."""
+    complete = curves.status == tables.COMPLETE
+    with np.errstate(all="ignore"):
+        best = np.where(
+            complete, np.nanmin(np.where(complete[..., None], curves.objective, np.inf), axis=2), np.nan
+        )
+    return best
+
+
+def ground_truth(table: tables.Table, task: str) -> Truth:
+    objective, variances = {}, []
+    for model, curves in table.curves[task].items():
+        bests = run_bests(curves)
+        counts = (~np.isnan(bests)).sum(axis=1)
+        objective[model] = np.where(counts > 0, np.nansum(bests, axis=1) / np.maximum(counts, 1), np.nan)
+        ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, objective[model]))[:TOP]
+        for design in ranked:
+            runs = bests[design][~np.isnan(bests[design])]
+            if len(runs) >= 2:
+                variances.append(float(np.var(runs, ddof=1)))
+    best = {m: float(np.nanmin(v)) if np.isfinite(v).any() else math.inf for m, v in objective.items()}
+    winner = min(best, key=best.__getitem__)
+    noise = math.sqrt(float(np.mean(variances))) if variances else 0.0
+    margin = 2 * noise * math.sqrt(2 / table.seeds)
+    co = tuple(m for m in best if best[m] - best[winner] <= margin)
+    return Truth(objective, best, winner, co, noise, margin)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A sweep's answer after each event: the worker-hours spent by then, the model it names
+    ('' for none yet) and the configuration of that model's best trial."""
+
+    hours: np.ndarray
+    named: list[str]
+    design: list[int]
+    total_hours: float
+
+
+def timeline(trace: Trace, models: tuple[str, ...] | list[str]) -> Timeline:
+    events = sorted(
+        [(x["end"], "complete", x) for x in trace.trials if x["state"] == "COMPLETE"]
+        + [(t, "race", {"model": m}) for t, m in trace.race_stops],
+        key=lambda e: e[0],
+    )
+    starts = np.array([x["start"] for x in trace.trials])
+    ends = np.array([x["end"] for x in trace.trials])
+    best: dict[str, tuple[float, int]] = {}
+    out: set[str] = set()
+    hours, named, design = [], [], []
+    for t, kind, x in events:
+        if kind == "race":
+            out.add(x["model"])
+        elif x["value"] < best.get(x["model"], (math.inf, -1))[0]:
+            best[x["model"]] = (x["value"], x["design"])
+        answered = all(m in best or m in out for m in models) and best
+        leader = min(best, key=lambda m: best[m][0]) if answered else ""
+        hours.append(float(np.clip(t - starts, 0.0, ends - starts).sum()) / 3600)
+        named.append(leader)
+        design.append(best[leader][1] if leader else -1)
+    return Timeline(np.array(hours), named, design, trace.busy / 3600)
+
+
+def right_for_good(line: Timeline, truth: Truth) -> float:
+    """Worker-hours from which the sweep names a right winner to its end; inf if it ends wrong."""
+    if not line.named or line.named[-1] not in truth.co_winners:
+        return math.inf
+    since = len(line.named) - 1
+    while since > 0 and line.named[since - 1] in truth.co_winners:
+        since -= 1
+    return float(line.hours[since])
+
+
+def answer_at(line: Timeline, hours: float) -> tuple[str, int]:
+    """The model and configuration the sweep names once it has spent `hours` (its last answer
+    after it ended)."""
+    index = int(np.searchsorted(line.hours, hours, side="right")) - 1
+    if index < 0:
+        return "", -1
+    return line.named[index], line.design[index]
+
+
+def share_right(lines: list[Timeline], truth: Truth, hours: float) -> np.ndarray:
+    """Per seed: 1 when the sweep names a right winner at `hours`."""
+    return np.array([answer_at(line, hours)[0] in truth.co_winners for line in lines], dtype=float)
+
+
+def regrets(lines: list[Timeline], truth: Truth, hours: float) -> np.ndarray:
+    """Per seed: the regret of the configuration named at `hours` (inf when none is named)."""
+    out = []
+    for line in lines:
+        model, design = answer_at(line, hours)
+        out.append(truth.regret(model, design) if model else math.inf)
+    return np.array(out)
+
+
+def quantile(values: np.ndarray, q: float) -> float:
+    """The q-quantile with infinities (sweeps never right) ranked last: inf when more than 1 - q
+    of them never got there."""
+    ordered = np.sort(values)
+    index = math.ceil(q * len(ordered)) - 1
+    return float(ordered[max(index, 0)])
+
+
+def interval(samples: np.ndarray) -> tuple[float, float]:
+    """The bootstrap's 95% interval (inf-aware, as `quantile`)."""
+    return quantile(samples, 0.025), quantile(samples, 0.975)
+
+
+def judge(
+    lines: dict[str, list[Timeline]], truth: Truth, reference: str = "random", seed: int = 0
+) -> dict[str, Any]:
+    """Every strategy's verdict at one (task, W), its sweeps paired by seed with `reference`'s."""
+    rng = np.random.default_rng(seed)
+    ref = np.array([right_for_good(line, truth) for line in lines[reference]])
+    n = len(ref)
+    resamples = rng.integers(0, n, size=(BOOTSTRAP, n))
+    budget = quantile(ref, 0.9)
+    verdicts: dict[str, Any] = {"B_hours": _finite(budget), "strategies": {}}
+    for name, mine in lines.items():
+        hours = np.array([right_for_good(line, truth) for line in mine])
+        own90 = quantile(hours, 0.9)
+        row: dict[str, Any] = {
+            "seeds": len(mine),
+            "hours_right_for_good": _distribution(hours),
+            "hours_90": _finite(own90),
+            "spent_hours": _distribution(np.array([line.total_hours for line in mine])),
+        }
+        if math.isfinite(budget) and len(mine) == n:
+            ratios = np.array(
+                [quantile(hours[r], 0.9) / max(quantile(ref[r], 0.9), 1e-12) for r in resamples]
+            )
+            row["ratio_90"] = _finite(own90 / budget)
+            row["ratio_90_interval"] = [_finite(v) for v in interval(ratios)]
+            row["at_B"] = {}
+            for fraction in FRACTIONS:
+                right = share_right(mine, truth, fraction * budget)
+                regret = regrets(mine, truth, fraction * budget)
+                shares = right[resamples].mean(axis=1)
+                row["at_B"][str(fraction)] = {
+                    "right": float(right.mean()),
+                    "right_interval": [float(np.quantile(shares, 0.025)), float(np.quantile(shares, 0.975))],
+                    "regret_median": _finite(float(np.median(regret))),
+                    "regret_mean": _finite(float(np.mean(regret))),
+                }
+        verdicts["strategies"][name] = row
+    return verdicts
+
+
+def goal(verdict: dict[str, Any], strategy: str = "default", reference: str = "random") -> dict[str, Any]:
+    """The issue's goal for one (task, W): the strategy reaches 90% right in at most a third of
+    the reference's worker-hours (the upper end of the bootstrap interval), and at a third of B
+    names a right winner at least as often as the reference at B, with no worse regret."""
+    row, ref = verdict["strategies"].get(strategy), verdict["strategies"].get(reference)
+    if row is None or ref is None or "at_B" not in row:
+        return {"met": False, "why": "random never reaches 90% right within its budget"}
+    upper = row["ratio_90_interval"][1]
+    ours, theirs = row["at_B"]["0.33"], ref["at_B"]["1.0"]
+    checks = {
+        "ratio_90_upper": upper,
+        "ratio_ok": upper is not None and upper <= 0.33,
+        "right_at_third": ours["right"],
+        "random_right_at_B": theirs["right"],
+        "right_ok": ours["right"] >= theirs["right"],
+        "regret_at_third": ours["regret_median"],
+        "random_regret_at_B": theirs["regret_median"],
+        "regret_ok": _not_worse(ours["regret_median"], theirs["regret_median"]),
+    }
+    checks["met"] = bool(checks["ratio_ok"] and checks["right_ok"] and checks["regret_ok"])
+    return checks
+
+
+def _not_worse(ours: float | None, theirs: float | None) -> bool:
+    if ours is None:
+        return theirs is None
+    return theirs is None or ours <= theirs + 1e-12
+
+
+def _distribution(values: np.ndarray) -> dict[str, Any]:
+    """Quartiles over seeds, a seed never right ranked last (None where it falls among those)."""
+    return {
+        "q25": _finite(quantile(values, 0.25)),
+        "median": _finite(quantile(values, 0.5)),
+        "q75": _finite(quantile(values, 0.75)),
+        "never": int((~np.isfinite(values)).sum()),
+    }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,46 @@
+"""The replay command: every strategy asked for, judged and written with its figure, resumable
+from its log, and shorter trials replayed on a prefix of the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.blackbox import replay
+from tests.benchmarks.blackbox.synthetic import synthetic_table
+
+
+@pytest.mark.slow
+def test_a_replay_judges_each_strategy_writes_its_figure_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synthetic_table(tmp_path / "table")
+    out = tmp_path / "search.json"
+    args = ["--table", str(tmp_path / "table"), "--work", str(tmp_path / "work"), "--seeds", "4"]
+    args += ["--workers", "2", "--trials", "4", "--strategies", "default", "+warm", "--out", str(out)]
+    assert replay.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "24 sweeps to replay" in printed and "right winner scornn" in printed
+    data = json.loads(out.read_text())
+    verdict = data["tasks"]["copying"]["W=2"]
+    assert set(verdict["strategies"]) == {"random", "default", "+warm"}
+    assert verdict["strategies"]["random"]["at_B"]["1.0"]["right"] >= 0.9
+    assert data["tasks"]["denoise"]["goal W=2"]["met"] in (True, False)
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    assert data["table"]["runs"]["complete"] > 0 and "files" not in data["table"]["versions"][0]
+    assert replay.main(args) == 0
+    assert "sweeps to replay" not in capsys.readouterr().out  # every sweep was in the log
+    shorter = [*args[:-1], str(tmp_path / "short.json"), "--iterations", "300", "--strategies", "random"]
+    assert replay.main(shorter) == 0
+    assert "8 sweeps to replay" in capsys.readouterr().out
+
+
+def test_settings_for_the_strategies_are_read_as_spec_entries() -> None:
+    assert replay.parse_overrides(["scheduler.reduction_factor=2", "budget.race_rung=4"]) == {
+        "scheduler": {"reduction_factor": 2},
+        "budget": {"race_rung": 4},
+    }
+    with pytest.raises(SystemExit, match=r"SECTION\.KEY=VALUE"):
+        replay.parse_overrides(["reduction_factor=2"])

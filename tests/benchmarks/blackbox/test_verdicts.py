@@ -1,0 +1,90 @@
+"""The verdicts: the right winner and its co-winners from the table, when a sweep is right for
+good, and the goal read off paired seeds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.simulator import Trace
+from benchmarks.blackbox.verdicts import (
+    Timeline,
+    Truth,
+    answer_at,
+    goal,
+    ground_truth,
+    judge,
+    quantile,
+    right_for_good,
+    timeline,
+)
+from tests.benchmarks.blackbox.synthetic import synthetic_table
+
+
+def test_the_right_winner_and_the_models_within_seed_noise_of_it(tmp_path: Path) -> None:
+    table = synthetic_table(tmp_path)
+    truth = ground_truth(table, "copying")
+    assert truth.winner == "scornn" and truth.co_winners == ("scornn",)
+    spread = 0.001 * (1 - math.exp(-600 / 150))  # the two seeds' bests, 600 iterations in
+    assert truth.noise == pytest.approx(spread / math.sqrt(2), rel=1e-6)
+    goru = table.curves["copying"]["goru"]
+    goru.objective -= truth.best["goru"] - truth.best["scornn"] - 0.0001  # a hair behind the winner
+    near = ground_truth(table, "copying")
+    assert near.winner == "scornn" and set(near.co_winners) == {"scornn", "goru"}
+    gru = table.curves["copying"]["gru"]
+    gru.status[:] = tables.FAILED  # a model with no complete run has no best
+    assert math.isinf(ground_truth(table, "copying").best["gru"])
+
+
+def _truth() -> Truth:
+    objective = {"a": np.array([0.1, 0.3]), "b": np.array([0.2, 0.5])}
+    return Truth(objective, {"a": 0.1, "b": 0.2}, "a", ("a",), 0.01, 0.03)
+
+
+def test_a_sweep_is_right_for_good_from_its_last_switch_to_a_right_winner() -> None:
+    trace = Trace("t", "s", 0, 1)
+    trace.trials = [
+        {"model": "a", "design": 1, "start": 0, "end": 3600, "state": "COMPLETE", "value": 0.3},
+        {"model": "b", "design": 0, "start": 3600, "end": 7200, "state": "COMPLETE", "value": 0.2},
+        {"model": "a", "design": 0, "start": 7200, "end": 10800, "state": "COMPLETE", "value": 0.1},
+        {"model": "b", "design": 1, "start": 10800, "end": 14400, "state": "PRUNED", "value": None},
+    ]
+    line = timeline(trace, ("a", "b"))
+    assert line.named == ["", "b", "a"] and list(line.hours) == [1.0, 2.0, 3.0] and line.total_hours == 4.0
+    assert right_for_good(line, _truth()) == 3.0
+    assert answer_at(line, 2.5) == ("b", 0) and answer_at(line, 0.5) == ("", -1)
+    assert answer_at(line, 10.0) == ("a", 0)  # a sweep that ended keeps its last answer
+    wrong = Timeline(np.array([1.0, 2.0]), ["a", "b"], [0, 0], 2.0)
+    assert math.isinf(right_for_good(wrong, _truth()))
+
+
+def test_quantiles_rank_sweeps_never_right_last() -> None:
+    values = np.array([1.0, 2.0, 3.0, math.inf])
+    assert (
+        quantile(values, 0.5) == 2.0 and quantile(values, 0.75) == 3.0 and math.isinf(quantile(values, 0.9))
+    )
+
+
+def test_the_goal_holds_for_a_strategy_right_sooner_and_fails_for_one_no_better() -> None:
+    truth = _truth()
+
+    def lines(hours: list[float]) -> list[Timeline]:
+        return [Timeline(np.array([h]), ["a"], [0], h + 1) for h in hours]
+
+    slow = [10.0 + i for i in range(20)]
+    verdict = judge({"random": lines(slow), "default": lines([h / 5 for h in slow])}, truth)
+    assert verdict["B_hours"] == 27.0  # the 18th of 20 seeds
+    assert verdict["strategies"]["default"]["ratio_90"] == pytest.approx(0.2)
+    assert goal(verdict)["met"]
+    same = judge({"random": lines(slow), "default": lines(slow)}, truth)
+    checks = goal(same)
+    assert not checks["met"] and not checks["ratio_ok"] and checks["right_at_third"] == 0.0
+    never = judge({"random": lines([math.inf] * 20), "default": lines(slow)}, truth)
+    assert never["B_hours"] is None and goal(never) == {
+        "met": False,
+        "why": "random never reaches 90% right within its budget",
+    }
