@@ -247,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="processes replaying sweeps")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sweeper-replay")
     parser.add_argument("--summarise", action="store_true", help="only judge the sweeps already logged")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="search_trained.py's JSON: place its sweeps among the replayed ones (replay at its settings)",
+    )
     parser.add_argument("--out", type=Path, help="write the verdicts here (JSON), and the figure beside it")
     args = parser.parse_args(argv)
     args.strategies = ["random", *[s for s in args.strategies if s != "random"]]
@@ -256,11 +261,24 @@ def main(argv: list[str] | None = None) -> int:
     except tables.TableMismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.against is not None:
+        from benchmarks.blackbox.against import check_settings
+
+        check_settings(args.against, args.iterations, args.trials, args.workers)
     started = time.monotonic()
     traces = run(args)
     seconds = time.monotonic() - started
     result = summarise(traces, args, table)
     print_summary(result, args)
+    checked = None
+    if args.against is not None:
+        from benchmarks.blackbox.against import compare
+
+        checked = compare(args.against, [t for t in traces if t["seed"] < args.seeds])
+        print(
+            f"\n{args.against.name}: {checked['inside_95']} of {checked['values']} trained sweeps' best values per "
+            "model lie within the replayed 95% range of their strategy"
+        )
     if args.out is not None:
         from benchmarks.blackbox.figure import anytime_figure
 
@@ -285,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "replay_seconds": seconds,
             "tasks": result,
+            "against_trained": checked,
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")

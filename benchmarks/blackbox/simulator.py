@@ -38,7 +38,7 @@ from ray.tune.search import Searcher
 
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.strategies import STRATEGIES, sweep_spec
-from sweeper.papers.points import paper_points
+from sweeper.papers.points import first_points
 from sweeper.run.launch import create_study, searcher_over
 from sweeper.run.policy import make_scheduler
 from sweeper.run.warm_start import warm_start_study
@@ -178,13 +178,6 @@ class Trace:
         return sum(t["end"] - t["start"] for t in self.trials)
 
 
-def first_trials(spec: SweepSpec) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """Each model's papers' points, as a launch enqueues them (none unless the spec takes them)."""
-    if not spec.sampler.paper_points:
-        return {}
-    return {m: [(p.label, p.params) for p in paper_points(spec, m)[0]] for m in spec.models}
-
-
 class Replay:
     """A replayed sweep: built like a launch builds one, then run on the event queue."""
 
@@ -211,7 +204,7 @@ class Replay:
         self.workers = workers
         self.rng = np.random.default_rng(seed)
         storage = optuna.storages.InMemoryStorage()
-        first = first_trials(self.spec)
+        first, _ = first_points(self.spec)
         self.trace.paper_points = sum(len(points) for points in first.values())
         self.studies = {
             m: create_study(self.spec, storage, f"{task}-{m}", first.get(m, ())) for m in self.spec.models

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +35,6 @@ from sweeper.store.states import SweepStatus
 
 if TYPE_CHECKING:
     from sweeper.store.database import Store
-
-
-log = logging.getLogger(__name__)
 
 
 @click.command()
@@ -80,6 +76,7 @@ def launch(
     submitted_spec: bool,
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
+    from sweeper.papers.points import first_points
     from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
     from sweeper.run.runtime import MissingGPUs
     from sweeper.run.warm_start import warm_start
@@ -157,27 +154,6 @@ def launch(
         with resumable(record.name, last=index == len(specs) - 1):
             worst = max(worst, print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
-
-
-def first_points(spec: Any) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], list[str]]:
-    """Each model's papers' points, and a line for each; a point skipped is logged with why."""
-    from sweeper.papers.points import paper_points
-
-    first: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    lines: list[str] = []
-    if not spec.sampler.paper_points:
-        return first, lines
-    for model in spec.models:
-        points, skipped = paper_points(spec, model)
-        first[model] = [(point.label, point.params) for point in points]
-        for point in points:
-            shown = ", ".join(
-                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.params.items()
-            )
-            lines.append(f"  {model} starts from {point.label}: {shown}")
-        for why in skipped:
-            log.info("%s: a paper's point skipped: %s", model, why)
-    return first, lines
 
 
 def print_end(store: Store, end: Any) -> int:

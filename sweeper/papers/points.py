@@ -11,6 +11,7 @@ and its summary says by how much the search beat it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from sweeper.spec.sweep import SweepSpec
 from sweeper.spec.values import FRACTION_SUFFIX, Choice, FloatRange, Fraction, Grid, IntRange
 from trainables.reference import all_tables, row_label, table_rows
 from trainables.registry import TASKS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -152,3 +155,23 @@ def _shown(searched: IntRange | FloatRange | Choice) -> str:
         return f"choices {list(searched.choice)}"
     low, high = searched.int if isinstance(searched, IntRange) else searched.float
     return f"range [{low}, {high}]"
+
+
+def first_points(spec: SweepSpec) -> tuple[dict[str, list[tuple[str, dict[str, Any]]]], list[str]]:
+    """Each model's papers' points as its study asks for them first (none where the spec turns
+    them off), and a line for each; a point skipped is logged with why."""
+    first: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    lines: list[str] = []
+    if not spec.sampler.paper_points:
+        return first, lines
+    for model in spec.models:
+        points, skipped = paper_points(spec, model)
+        first[model] = [(point.label, point.params) for point in points]
+        for point in points:
+            shown = ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.params.items()
+            )
+            lines.append(f"  {model} starts from {point.label}: {shown}")
+        for why in skipped:
+            log.info("%s: a paper's point skipped: %s", model, why)
+    return first, lines

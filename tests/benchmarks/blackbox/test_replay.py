@@ -4,11 +4,13 @@ from its log, and shorter trials replayed on a prefix of the table."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from benchmarks.blackbox import replay
+from benchmarks.blackbox import against, replay
+from benchmarks.blackbox.simulator import Replay
 from tests.benchmarks.blackbox.synthetic import synthetic_table
 
 
@@ -44,3 +46,25 @@ def test_settings_for_the_strategies_are_read_as_spec_entries() -> None:
     }
     with pytest.raises(SystemExit, match=r"SECTION\.KEY=VALUE"):
         replay.parse_overrides(["reduction_factor=2"])
+
+
+def test_trained_sweeps_are_placed_among_the_replayed_ones(tmp_path: Path) -> None:
+    table = synthetic_table(tmp_path / "table")
+    traces = [asdict(Replay(table, "copying", "random", s, 1, 2).run()) for s in range(20)]
+    typical = min(t["value"] for t in traces[0]["trials"] if t["model"] == "gru")
+    sweeps = [
+        {"task": "copying", "strategy": "random", "seed": 0, "reports": [
+            {"model": "gru", "value": typical, "complete": True},
+            {"model": "scornn", "value": 0.001, "complete": True},  # better than any recorded run
+            {"model": "goru", "value": 0.0, "complete": False},  # a report, not a trial's value
+        ]},
+    ]  # fmt: skip
+    trained = tmp_path / "trained.json"
+    trained.write_text(json.dumps({"settings": {"iterations": 600, "trials": 2}, "sweeps": sweeps}))
+    checked = against.compare(trained, traces)
+    assert checked["values"] == 2 and checked["inside_95"] == 1
+    row = checked["tasks"]["copying"]["random"]["trained_sweeps"][0]
+    assert row["percentiles"]["scornn"] == 0.0 and row["winner"] == "scornn"
+    assert 0.0 < row["replayed_share_naming_it"] <= 1.0
+    with pytest.raises(SystemExit, match=r"--workers \[1\] \(asked \[4\]\)"):
+        against.check_settings(trained, 600, 2, [4])

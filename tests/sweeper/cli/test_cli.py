@@ -382,7 +382,7 @@ def test_a_diverging_run_is_one_line_and_a_failure(runner):
 
 
 def test_launch_prints_each_start_and_the_spec_can_turn_them_off() -> None:
-    from sweeper.cli.sweeps import first_points
+    from sweeper.papers.points import first_points
     from tests.sweeper.papers.test_points import spec_of
 
     first, lines = first_points(spec_of())

@@ -1,5 +1,8 @@
-"""Sweep quality on the service's question: which of GORU, scoRNN, NC-GRU and GRU wins copying and
-denoise, and how many training iterations each search strategy spends to find out.
+"""Sweep quality on the service's question, every trial trained for real: which of GORU, scoRNN,
+NC-GRU and GRU wins copying and denoise, and how many training iterations each search strategy
+spends to find out. Its few seeds of short trials cannot decide between strategies;
+`benchmarks/blackbox/` replays the same strategies on recorded curves over fifty seeds, and its
+`--against` checks these sweeps against the replayed distribution.
 
 Every strategy runs the service's own search, one trial at a time in this process: the studies
 `create_sweep` registers (with the papers' points when the strategy takes them), the searcher
@@ -37,9 +40,9 @@ of every trial is written with the settings to --out.
 Each task runs in its own process and logs every finished sweep under --work; a rerun with the
 same --work goes on from there, and --summarise reads what the logs hold without training.
 
-    python benchmarks/search.py --out benchmarks/results/search.json    # days on 2 cores
-    python benchmarks/search.py --quick --out benchmarks/results/search.json
-    python benchmarks/search.py --quick --summarise --out benchmarks/results/search.json
+    python benchmarks/search_trained.py --out benchmarks/results/search-trained.json    # days on 2 cores
+    python benchmarks/search_trained.py --quick --out benchmarks/results/search-trained.json
+    python benchmarks/search_trained.py --quick --summarise --out benchmarks/results/search-trained.json
 """
 
 from __future__ import annotations
@@ -63,44 +66,22 @@ import torch
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
-from sweeper.cli.sweeps import first_points
+from sweeper.papers.points import first_points
 from sweeper.run.launch import create_sweep, study_searcher
 from sweeper.run.policy import make_scheduler
 from sweeper.run.warm_start import warm_start
-from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.database import Store, SweepRecord
 from trainables.registry import TASKS
 from trainables.train import train
 
-MODELS = ("gru", "goru", "scornn", "ncgru")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks package, run as a script
+from benchmarks.blackbox.strategies import STRATEGIES, Strategy
+from benchmarks.blackbox.strategies import sweep_spec as benchmark_spec
+from benchmarks.blackbox.table import MODELS, TASK_NAMES, Settings
+
 LOG = "sweeps.jsonl"
 SETTINGS = ("T", "trials", "iterations", "eval_every", "hidden", "batch_size", "valid_size")  # of a log
-TASK_NAMES = ("copying", "denoise")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    sampler: str  # the spec's sampler; "old" is independent TPE, set on the studies
-    scheduler: str = "asha"
-    paper_points: bool = False
-    warm: bool = False
-    race: bool = False
-    late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
-
-
-STRATEGIES = {  # in the order they run: the comparison that matters most first
-    "random": Strategy("random", scheduler="none"),
-    "default": Strategy("tpe", paper_points=True),
-    "old": Strategy("old"),
-    "all": Strategy("tpe", paper_points=True, warm=True, race=True),
-    "+points": Strategy("old", paper_points=True),
-    "+race": Strategy("old", race=True),
-    "+warm": Strategy("old", warm=True),
-    "+tpe": Strategy("tpe"),
-    "+gp": Strategy("gp"),
-    "+grace": Strategy("tpe", paper_points=True, late_grace=True),
-}
 
 
 @dataclass
@@ -134,45 +115,10 @@ class _TuneTrial:
 
 
 def sweep_spec(task: str, strategy: Strategy, seed: int, args: argparse.Namespace) -> SweepSpec:
-    """The benchmark's sweep: every model at one hidden size that trains on a CPU core, its
-    training and orthogonal settings searched over ranges that hold both papers' values."""
-    raw = {
-        "name": f"search-{task}",
-        "task": {"name": task, "settings": {"T": args.T, "valid_size": args.valid_size}},
-        "models": list(MODELS),
-        "params": {
-            "iterations": args.iterations,
-            "eval_every": args.eval_every,
-            "batch_size": args.batch_size,
-            "hidden_size": args.hidden,
-            "lr": {"float": [1e-4, 3e-2], "log": True},
-            "optimizer": {"choice": ["adam", "rmsprop_tf"]},
-            "orth_lr": {"float": [1e-5, 1e-2], "log": True},
-            "orth_optimizer": {"choice": ["adam", "rmsprop_tf"]},
-        },
-        "per_model": {
-            "scornn": {"rho": {"fraction": [0.0, 1.0]}},
-            "ncgru": {
-                "rho": {"fraction": [0.1, 1.0]},
-                "orthogonal": {"choice": ["c", "rc"]},
-                "neumann_order": {"choice": [0, 1, 2, 3]},
-                "reset_interval": {"int": [10, 100], "log": True},
-            },
-        },
-        "sampler": {
-            "name": "tpe" if strategy.sampler == "old" else strategy.sampler,
-            "seed": seed,
-            "paper_points": strategy.paper_points,
-        },
-        "scheduler": {
-            "name": strategy.scheduler,
-            "grace_period": args.iterations // 3 if strategy.late_grace else args.eval_every,
-            "reduction_factor": 3,
-        },
-        "budget": {"trials": args.trials, "allocate": "race" if strategy.race else "equal"},
-        "seed": seed,
-    }
-    return parse_spec(json.dumps(raw), f"benchmark {task}")
+    settings = Settings(
+        args.T, args.hidden, args.batch_size, args.valid_size, args.iterations, args.eval_every
+    )
+    return benchmark_spec(task, strategy, seed, settings, args.trials)
 
 
 def run_sweep(
@@ -496,7 +442,7 @@ def main() -> None:
         if "--work" in argv:
             del argv[argv.index("--work") : argv.index("--work") + 2]
         data = {
-            "command": "python benchmarks/search.py " + " ".join(argv),
+            "command": "python benchmarks/search_trained.py " + " ".join(argv),
             "settings": settings,
             "torch_threads_per_task": 1,
             "tasks": tasks,
