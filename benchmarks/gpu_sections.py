@@ -289,7 +289,11 @@ def grids(setup: Setup) -> list[dict]:
 def kernel_tests(setup: Setup, out: Path) -> dict:
     """The kernel tests on this device (SWEEPER_TEST_DEVICE), split over parallel pytest processes."""
     env = {**os.environ, "SWEEPER_TEST_DEVICE": str(setup.device)}
-    files = ["tests/trainables/models/test_triton_scans.py", "tests/trainables/models/test_scan_plan.py"]
+    files = [
+        "tests/trainables/models/test_triton_scans.py",
+        "tests/trainables/models/test_scan_plan.py",
+        "tests/trainables/test_gpu_memory.py",
+    ]
     selection = ["-k", setup.tests_filter] if setup.tests_filter else []
     listed = subprocess.run([sys.executable, "-m", "pytest", *ONE_PROCESS, "--collect-only", "-q", *selection, *files], capture_output=True, text=True, cwd=ROOT, env=env, check=False)  # fmt: skip
     ids = [line for line in listed.stdout.splitlines() if "::" in line]

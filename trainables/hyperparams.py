@@ -127,6 +127,14 @@ TRAINING_HYPERPARAMS: tuple[Hyperparam, ...] = (
         high=10**8,
         help="fail the trial when its process holds more memory at a report (0: no limit)",
     ),
+    Hyperparam(
+        "gpu_memory_fraction",
+        "float",
+        0.0,
+        low=0.0,
+        high=1.0,
+        help="on a GPU, the share of its memory the trial may take (0: no cap); a sweep sets its GPU share",
+    ),
 )
 TRAINING = {hp.name: hp for hp in TRAINING_HYPERPARAMS}
 

@@ -7,8 +7,6 @@ It knows nothing of Ray, Optuna or MLflow; whoever calls it decides what `report
 from __future__ import annotations
 
 import math
-import os
-import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from torch import nn
 
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
+from trainables.memory import TrialOutOfMemory, gpu_memory_share, resident_mb
 from trainables.models.base import OrthogonalModel, RecurrentModel
 from trainables.models.kernel_choice import resolve_kernel, triton_cache_problem
 from trainables.optimizers import make_optimizer
@@ -50,19 +49,6 @@ STRUCTURAL_KEYS = ("task", "task_settings", "model", "seed", "device")
 
 class TrialDiverged(RuntimeError):
     """The loss became NaN or infinite: the trial is a failure, not a bad value."""
-
-
-class TrialOutOfMemory(RuntimeError):
-    """The trial outgrew its memory limit: stopped before it takes its worker, or the node, down."""
-
-
-def resident_mb() -> float:
-    """Memory the process holds now (current, not peak: a reused worker's past trials don't count)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:  # not Linux: the peak is the best available figure
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
 
 
 @dataclass(frozen=True)
@@ -296,11 +282,24 @@ def train(
     before the first report (reading it there costs a GPU a wait on those few steps only).
 
     Returns the last reported metrics. Raises `TrialDiverged` on a non-finite loss, so the caller
-    records a failure with its reason instead of a meaningless value.
+    records a failure with its reason instead of a meaningless value, and `TrialOutOfMemory` when
+    it outgrows its memory (`memory_limit_mb` on the host, `gpu_memory_fraction` on a GPU).
     """
     trial = TrialConfig.from_mapping(config)
-    hp = trial.training
     device = pick_device(trial.device)
+    with gpu_memory_share(device, trial.training["gpu_memory_fraction"]):
+        return _train(trial, device, report, checkpointing, progress, initial_weights)
+
+
+def _train(
+    trial: TrialConfig,
+    device: torch.device,
+    report: Report,
+    checkpointing: Checkpointing | None,
+    progress: Progress | None,
+    initial_weights: Mapping[str, torch.Tensor] | None,
+) -> dict[str, float]:
+    hp = trial.training
     task, network, rnns = build(trial, device)
     check_kernels(rnns, device)
     if initial_weights is not None:

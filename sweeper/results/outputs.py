@@ -66,6 +66,8 @@ class Study(Output):
     race_stopped: str | None
     last_failure: str | None
     common_failure: Failure | None  # the most common failure reason, and how often
+    gpu_share: float = 0.0  # of a GPU each trial reserves (1 / the trials that fit one GPU)
+    gpu_ids: list[str] = []  # the GPUs Ray gave its trials, as they saw them
 
 
 class SweepStatus(Output):
@@ -231,6 +233,8 @@ def sweep_status(
                 common_failure=None
                 if s.common_failure is None
                 else Failure(reason=s.common_failure[0], times=s.common_failure[1]),
+                gpu_share=spec.resources.for_model(s.model)["gpu"],
+                gpu_ids=s.gpu_ids,
             )
             for s in ranked
         ],

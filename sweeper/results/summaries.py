@@ -13,6 +13,7 @@ from sweeper.store.database import Store, SweepRecord
 from sweeper.store.trial_record import (
     BASELINE_METRIC,
     FAIL_REASON_ATTR,
+    GPU_IDS_METRIC,
     INTERRUPTED_ATTR,
     PAPER_POINT_ATTR,
     RACE_STOP_ATTR,
@@ -47,6 +48,7 @@ class StudySummary:
     warm_started: int = 0  # trials copied from an earlier sweep (`launch --warm-start`)
     share: int | None = None  # in a race: the trials this model may run
     race_stopped: str | None = None  # in a race: why this model stopped
+    gpu_ids: list[str] = field(default_factory=list)  # the GPUs Ray gave its trials, as they saw them
 
 
 @dataclass
@@ -101,6 +103,10 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
             share=study.user_attrs.get(SHARE_ATTR),
             race_stopped=(study.user_attrs.get(RACE_STOP_ATTR) or {}).get("reason"),
+            gpu_ids=sorted(
+                {i for t in trials for i in str(final_metrics(t).get(GPU_IDS_METRIC, "none")).split(",")}
+                - {"none"}
+            ),
             paper_points=[
                 PaperPointResult(t.user_attrs[PAPER_POINT_ATTR], t.number, t.state.name, t.value)
                 for t in trials

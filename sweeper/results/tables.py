@@ -29,6 +29,9 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
         title_justify="left",
     )
     columns = ["model", "best", "complete", "pruned", "failed", "running", "budget", "train time"]
+    gpu = {s.model: spec.resources.for_model(s.model)["gpu"] for s in summaries}
+    if any(gpu.values()):
+        columns.append("GPU")
     for column in columns + (["steps", "best parameters"] if wide else []):
         table.add_column(column, justify="left" if column in ("model", "best parameters") else "right")
     for index, s in enumerate(sorted_best_first(summaries, objective.mode)):
@@ -42,6 +45,8 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
             str(budget.trials if s.share is None else s.share) + (" (stopped)" if s.race_stopped else ""),
             f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
         ]
+        if any(gpu.values()):
+            cells.append(gpu_cell(gpu[s.model], s.gpu_ids))
         if wide:
             cells += [
                 f"{s.steps:,}" + (f" of {budget.iterations:,}" if budget.iterations else ""),
@@ -49,6 +54,14 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
             ]
         table.add_row(*cells)
     return table
+
+
+def gpu_cell(share: float, ids: list[str]) -> str:
+    """A model's GPU share, how many of its trials fit one GPU, and the GPUs its trials ran on."""
+    if not share:
+        return "-"
+    packing = f"{share:g} ({int(1 / share + 1e-9)} per GPU)" if share < 1 else f"{share:g}"
+    return packing + (f" on {','.join(ids)}" if ids else "")
 
 
 def summary_tables(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> list[Table]:

@@ -30,7 +30,7 @@ from sweeper.run.progress import ProgressCallback, ProgressDisplay
 from sweeper.run.recorder import driver_only_state
 from sweeper.run.tune_patches import patched_tune
 from sweeper.run.workers import TrialResources, local_ray_options
-from sweeper.spec.preflight import gpu_problems
+from sweeper.spec.preflight import declared_gpus, gpu_problems
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
 from sweeper.store.database import StoreError
@@ -89,7 +89,7 @@ def start_ray(address: str | None, verbose: bool, cpus: int | None = None) -> No
     level = logging.INFO if verbose else logging.WARNING
     kwargs: dict[str, Any] = {"log_to_driver": verbose, "logging_level": level, "include_dashboard": False}
     if address is None:  # "local": a new Ray, even where a `ray start` cluster or a dying one is found
-        ray.init(address="local", **kwargs, num_cpus=cpus, **local_ray_options())
+        ray.init(address="local", **kwargs, num_cpus=cpus, num_gpus=declared_gpus(), **local_ray_options())
     else:
         ray.init(address=address, **kwargs)
 

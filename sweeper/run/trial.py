@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
 
+GPU_TRIALS_ON_CPU_ENV = "SWEEPER_GPU_TRIALS_ON_CPU"  # "1": trials Ray gave a GPU train on the CPU
+GPU_IDS_METRIC = "gpu_ids"  # as `store.trial_record` names it; not imported, which would load Optuna here
 STATE_FILE = "state.pt"
 FINAL_FILE = "final.pt"  # a finished trial's network (pickled), with its last report
 
@@ -80,6 +83,48 @@ def compute_with_the_trials_cpus() -> None:
         torch.set_num_threads(int(threads))
 
 
+class NoUsableGpu(RuntimeError):
+    """Ray gave the trial a GPU that its process cannot use: it stops before training on the CPU."""
+
+
+def cuda_problem() -> str | None:
+    """Why torch in this process cannot use CUDA, or None when it can."""
+    import torch
+
+    if torch.version.cuda is None and torch.version.hip is None:
+        return f"torch {torch.__version__} is a build without CUDA"
+    if not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+        return (
+            f"torch {torch.__version__} (CUDA {torch.version.cuda}) finds no usable device "
+            f"(CUDA_VISIBLE_DEVICES={visible}; a missing or broken driver, or a device not mounted)"
+        )
+    return None
+
+
+def placement(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The trial's config on the device Ray gave it, and what it records of that: the GPU ids
+    and share Ray gave it, and its host. A trial given a GPU trains on it, its memory capped to
+    its share; one whose process cannot use CUDA fails here, naming the host and what is missing,
+    unless `GPU_TRIALS_ON_CPU_ENV` asks for the CPU (tests of GPU scheduling on a CPU host)."""
+    import ray
+
+    ids = [str(i) for i in ray.get_gpu_ids()]
+    share = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
+    facts = {GPU_IDS_METRIC: ",".join(ids) or "none", "gpu_share": share, "host": socket.gethostname()}
+    if not ids:
+        return config, facts
+    if os.environ.get(GPU_TRIALS_ON_CPU_ENV) == "1":
+        return {**config, "device": "cpu"}, facts
+    problem = cuda_problem()
+    if problem is not None:
+        raise NoUsableGpu(
+            f"Ray gave this trial GPU {facts[GPU_IDS_METRIC]} on host {facts['host']}, but {problem}; "
+            "fix the worker's image or driver, or run the sweep with --no-gpus"
+        )
+    return {**config, "device": "cuda", "gpu_memory_fraction": share if 0.0 < share < 1.0 else 0.0}, facts
+
+
 def run_trial(config: dict[str, Any], plugins: tuple[str, ...] = ()) -> None:
     """One trial; `plugins` are the driver's plugin modules, registered here before the trial."""
     from trainables.catalog import load_all
@@ -87,12 +132,14 @@ def run_trial(config: dict[str, Any], plugins: tuple[str, ...] = ()) -> None:
 
     compute_with_the_trials_cpus()
     checkpointing = RayCheckpointing()
+    facts: dict[str, Any] = {}
 
     def report(step: int, metrics: dict[str, float]) -> None:
-        checkpointing.report({**metrics, "step": step})
+        checkpointing.report({**metrics, **facts, "step": step})
 
     try:
         load_all(plugins)  # a plugin this machine cannot import fails the trial, with the reason
+        config, facts = placement(config)
         train(config, report, checkpointing)
     except Exception as exc:  # every failure becomes FAIL with its reason, not a lost worker
         failure = {"fail_reason": f"{type(exc).__name__}: {exc}", "fail_traceback": traceback.format_exc()}

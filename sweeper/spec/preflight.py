@@ -22,6 +22,9 @@ from sweeper.store.credentials import redact
 from sweeper.store.database import StoreError, check_url
 
 NO_GPUS_OVERRIDE = "add --no-gpus to train on the CPU"
+# A local Ray declares this many GPUs, whatever the machine has: for tests of GPU scheduling on a
+# host without GPUs (their trials then need SWEEPER_GPU_TRIALS_ON_CPU=1, `sweeper.run.trial`).
+DECLARED_GPUS_ENV = "SWEEPER_DECLARED_GPUS"
 
 
 def storage_problems(url: str) -> list[str]:
@@ -70,9 +73,22 @@ def data_problems(spec: SweepSpec) -> list[str]:
     return []
 
 
+def declared_gpus() -> int | None:
+    """The GPUs `DECLARED_GPUS_ENV` declares for a local Ray, or None (Ray finds the machine's)."""
+    declared = os.environ.get(DECLARED_GPUS_ENV, "").strip()
+    if not declared:
+        return None
+    if not declared.isdigit():
+        raise ValueError(f"{DECLARED_GPUS_ENV}={declared!r}: expected a whole number of GPUs")
+    return int(declared)
+
+
 def local_gpus() -> int:
     """GPUs a local Ray would find on this machine (those `nvidia-smi` lists, within
-    `CUDA_VISIBLE_DEVICES`), told without starting Ray or importing torch."""
+    `CUDA_VISIBLE_DEVICES`, or those declared), told without starting Ray or importing torch."""
+    declared = declared_gpus()
+    if declared is not None:
+        return declared
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return 0

@@ -1,0 +1,45 @@
+"""A GPU trial takes no more than its share of the device's memory: past it, it fails as out of
+memory, naming its share, instead of starving the trials packed beside it. Runs where CUDA is
+(the GPU acceptance script's kernel tests include it); the share's wiring from a sweep's resources
+is tested without a GPU in `tests/sweeper/run/test_gpu_sweep.py`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainables.train import TrialOutOfMemory, train
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="the cap acts on a GPU's memory")
+
+
+def _config(hidden: int, fraction: float) -> dict:
+    return {
+        "task": "denoise",
+        "task_settings": {"T": 10, "valid_size": 8, "test_size": 8},
+        "model": "gru",
+        "hidden_size": hidden,
+        "batch_size": 8,
+        "iterations": 2,
+        "eval_every": 2,
+        "gpu_memory_fraction": fraction,
+        "device": "cuda",
+    }
+
+
+def test_a_trial_over_its_gpu_memory_share_fails_naming_it() -> None:
+    total_mb = torch.cuda.get_device_properties(0).total_memory / 2**20
+    fraction = 64 / total_mb  # 64 MB, where a 4096-unit GRU's weights alone take 400
+    with pytest.raises(
+        TrialOutOfMemory, match=r"ran out of GPU memory: it may take its share of .* \(64 MB\)"
+    ):
+        train(_config(4096, fraction), lambda step, metrics: None)
+    torch.cuda.set_per_process_memory_fraction(1.0)
+    torch.cuda.empty_cache()
+
+
+def test_a_trial_within_its_share_trains() -> None:
+    reports = []
+    train(_config(64, 0.25), lambda step, metrics: reports.append(step))
+    torch.cuda.set_per_process_memory_fraction(1.0)
+    assert reports == [2]
