@@ -36,9 +36,17 @@ PAPER_SETTINGS = {
 # hidden size, the middle one the task's inner size.
 INNER_SIZE = "task.inner_hidden_size"
 # Settings that change neither what a run learns nor what it measures: where files are, how often
-# a trial saves its state, the memory guard, the implementation of the time loop.
+# a trial saves its state, the memory guards, the implementation of the time loop.
 OPERATIONAL = frozenset(
-    {"checkpoint_every", "memory_limit_mb", "kernel", "kernel_precision", "task.data_dir", "task.data_seed"}
+    {
+        "checkpoint_every",
+        "memory_limit_mb",
+        "gpu_memory_fraction",
+        "kernel",
+        "kernel_precision",
+        "task.data_dir",
+        "task.data_seed",
+    }
 )
 
 
