@@ -48,7 +48,7 @@ def run(
     from ray import tune
     from ray.tune import CheckpointConfig
 
-    from sweeper.run.checkpoints import CheckpointPruner
+    from sweeper.run.tune.checkpoints import CheckpointPruner
 
     callbacks = [CheckpointPruner()] if mode == "sweeper" else []
     keep = 1 if mode == "tune" else None
@@ -86,7 +86,7 @@ def main() -> None:
 
     import ray
 
-    from sweeper.run.runtime import quiet_environment, start_ray
+    from sweeper.run.tune.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

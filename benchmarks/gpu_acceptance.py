@@ -51,7 +51,7 @@ def setup_for(args: argparse.Namespace) -> sections.Setup:
         return sections.Setup(
             torch.device("cpu"), TINY_SHAPES, reps=1, precision_steps=6, copying_iterations=1,
             trial_iterations=2, trial_T=5, packing_iterations=2, packings=(1, 2), paper_hidden=TINY_HIDDEN,
-            tests_filter="scan_plan or self_check", tiny=True,
+            tests_filter="test_plan.py or self_check", tiny=True,
         )  # fmt: skip
     if not torch.cuda.is_available():
         sys.exit("no CUDA device is visible: run on a GPU, or with --cpu-check")

@@ -21,7 +21,7 @@ import torch
 
 from trainables.models.base import OrthogonalModel
 from trainables.models.orthogonal import orthogonality_error
-from trainables.models.scan_plan import GPU, H100, PRECISIONS, gpu_of, plan_reset_after, plan_reset_before
+from trainables.models.scans.plan import GPU, H100, PRECISIONS, gpu_of, plan_reset_after, plan_reset_before
 from trainables.registry import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +155,7 @@ def strict_gru_times(setup: Setup, command: list[str]) -> dict[str, float]:
 
 def errors(setup: Setup) -> list[dict]:
     """Largest relative error of each path and precision against the float64 loop, outputs and gradients."""
-    from trainables.models import gated, triton_scans
+    from trainables.models.scans import fused, loop
 
     B, T = (3, 4) if setup.tiny else (16, 50)
     rows = []
@@ -182,12 +182,12 @@ def errors(setup: Setup) -> list[dict]:
                 (out.square().sum() + last.sum()).backward()
                 return [out.detach().double().cpu(), *(leaf.grad.double().cpu() for leaf in leaves)]
 
-            want = run(gated.reset_after_scan, torch.float64)
+            want = run(loop.reset_after_scan, torch.float64)
             # the device's own plan; tiny sizes would all fit one program, so the last one is planned
             # for a device of 4 SMs, which splits it
             gpu = SMALL_GPU if setup.tiny and not givens and widths == 1 else gpu_of(setup.device)
             plan = plan_reset_after(n, B, 2 if widths == 3 else 0, givens, precision, gpu)
-            got = run(triton_scans.reset_after_scan, torch.float32, givens=tables, plan=plan)
+            got = run(fused.reset_after_scan, torch.float32, givens=tables, plan=plan)
             relative = [float((g - w).norm() / w.norm()) for g, w in zip(got, want, strict=True)]
             rows.append({"path": plan.path, "n": n, "batch": B, "T": T, "precision": precision, "outputs": relative[0], "gradients": max(relative[1:])})  # fmt: skip
     return rows
@@ -290,8 +290,8 @@ def kernel_tests(setup: Setup, out: Path) -> dict:
     """The kernel tests on this device (SWEEPER_TEST_DEVICE), split over parallel pytest processes."""
     env = {**os.environ, "SWEEPER_TEST_DEVICE": str(setup.device)}
     files = [
-        "tests/trainables/models/test_triton_scans.py",
-        "tests/trainables/models/test_scan_plan.py",
+        "tests/trainables/models/scans/test_fused.py",
+        "tests/trainables/models/scans/test_plan.py",
         "tests/trainables/test_gpu_memory.py",
     ]
     selection = ["-k", setup.tests_filter] if setup.tests_filter else []

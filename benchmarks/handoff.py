@@ -28,7 +28,7 @@ HOOKS = ("suggest", "on_trial_complete")
 
 def timed_hooks(calls: list[tuple[str, float, float]]) -> None:
     """Record (hook, start, end) of every call of the searcher's `HOOKS`, in epoch seconds."""
-    from sweeper.run.search import MultiStudySearcher
+    from sweeper.run.search.searcher import MultiStudySearcher
 
     for name in HOOKS:
         hook = getattr(MultiStudySearcher, name)
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     args = parser.parse_args()
     use_plugin()
-    from sweeper.run.runtime import quiet_environment, start_ray
+    from sweeper.run.tune.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

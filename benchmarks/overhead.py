@@ -16,7 +16,7 @@ consecutive trials in one worker process, and the tail. Every sweeper row runs i
 its own, after its baseline has run, as a launch does: it starts a new local Ray sized to the
 sweep, then registers the sweep (imports of MLflow and the rest included), then runs it. Ray's
 start and the registration are printed apart (a sweep pays them once), while the idle workers'
-imports that go on after them (`sweeper.run.workers`) are in the figures wherever registration did
+imports that go on after them (`sweeper.run.tune.workers`) are in the figures wherever registration did
 not hide them; *launch s* is all three together, Ray's start to the sweep's end.
 
     python benchmarks/overhead.py                  # 20 trials of 0.1 s and of 1 s, concurrency 1 and 2
@@ -137,7 +137,7 @@ def sweeper_run(
 
 def sweeper_row(job: dict[str, Any]) -> None:
     """The child side of `sweeper_run`: start Ray, register and run the sweep, print the row."""
-    from sweeper.run.runtime import quiet_environment
+    from sweeper.run.tune.runtime import quiet_environment
 
     quiet_environment(verbose=False)
     trials = job["trials"]
@@ -217,7 +217,7 @@ def gpu_packing(args: argparse.Namespace) -> None:
         sys.exit("--gpu-packing needs a CUDA GPU and none is visible here: nothing was run")
     import ray
 
-    from sweeper.run.runtime import quiet_environment, start_ray
+    from sweeper.run.tune.runtime import quiet_environment, start_ray
 
     quiet_environment(verbose=False)
     start_ray(None, verbose=False)

@@ -68,8 +68,8 @@ from ray.tune.search import Searcher
 
 from sweeper.papers.points import first_points
 from sweeper.run.launch import create_sweep, study_searcher
-from sweeper.run.policy import make_scheduler
-from sweeper.run.warm_start import warm_start
+from sweeper.run.search.pruning import make_scheduler
+from sweeper.run.search.warm_start import warm_start
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.database import Store, SweepRecord
 from trainables.registry import TASKS

@@ -111,8 +111,8 @@ def fresh_ray(spec: dict[str, Any]) -> float:
     """
     import ray
 
-    from sweeper.run.runtime import start_ray
-    from sweeper.run.workers import local_cpus
+    from sweeper.run.tune.runtime import start_ray
+    from sweeper.run.tune.workers import local_cpus
     from sweeper.spec.loading import parse_spec
 
     if ray.is_initialized():

@@ -67,7 +67,7 @@ def two_node_cluster() -> Iterator[str]:
     """
     from ray.cluster_utils import Cluster
 
-    from sweeper.run.workers import node_environment
+    from sweeper.run.tune.workers import node_environment
 
     for name, value in node_environment().items():
         os.environ.setdefault(name, value)
@@ -104,7 +104,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     use_plugin()
-    from sweeper.run.runtime import quiet_environment
+    from sweeper.run.tune.runtime import quiet_environment
 
     quiet_environment(verbose=False)
     trials = 6 if args.quick else 15

@@ -23,7 +23,7 @@ import json
 import subprocess
 import sys
 
-from sweeper.run.workers import PRELOAD_MODULES, TUNE_ACTOR_ENV_VARS
+from sweeper.run.tune.workers import PRELOAD_MODULES, TUNE_ACTOR_ENV_VARS
 
 PRELOAD = {"preload_python_modules": list(PRELOAD_MODULES)}
 VARIANTS = {

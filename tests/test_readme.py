@@ -35,7 +35,7 @@ ELSEWHERE = {  # not run here, and where they are covered
     "ui denoise-1": "serves until Ctrl-C; tests/sweeper/cli/test_cli.py, tests/sweeper/results/test_dashboard.py",
     "launch configs/denoise.yaml": "a paper-scale sweep; tests/sweeper/run/test_sweep_end_to_end.py",
     "resume denoise-1": "tests/sweeper/run/test_sweep_end_to_end.py",
-    "sync-mlflow denoise-1": "tests/sweeper/run/test_reliability_tracking.py",
+    "sync-mlflow denoise-1": "tests/sweeper/run/tracking/test_reliability_tracking.py",
     "data fetch": "the network; tests/trainables/tasks/test_data.py",
     "train": "test_the_readmes_training_run_learns, below; --init-from in tests/sweeper/run/test_sweep_end_to_end.py",
     "best": "needs kept weights: tests/sweeper/run/test_sweep_end_to_end.py, tests/sweeper/results/test_kept_weights.py",

@@ -19,7 +19,7 @@ from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
 from trainables.memory import TrialOutOfMemory, gpu_memory_share, resident_mb
 from trainables.models.base import OrthogonalModel, RecurrentModel
-from trainables.models.kernel_choice import resolve_kernel, triton_cache_problem
+from trainables.models.scans.choice import resolve_kernel, triton_cache_problem
 from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS, TASKS
 from trainables.sizing import count_parameters

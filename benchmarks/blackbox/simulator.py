@@ -40,8 +40,8 @@ from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.strategies import STRATEGIES, sweep_spec
 from sweeper.papers.points import first_points
 from sweeper.run.launch import create_study, searcher_over
-from sweeper.run.policy import make_scheduler
-from sweeper.run.warm_start import warm_start_study
+from sweeper.run.search.pruning import make_scheduler
+from sweeper.run.search.warm_start import warm_start_study
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import SweepSpec
 

@@ -192,7 +192,7 @@ def refused(exc: Exception) -> BadInput:
 def resumable(sweep: str, last: bool = True) -> Iterator[None]:
     """A second Ctrl-C aborts at once, wherever the driver is: say how to continue. After the
     `last` sweep of the command, Ray is shut down deaf to Ctrl-C (see `stop_ray`)."""
-    from sweeper.run.runtime import lost_interrupts_delivered, stop_ray
+    from sweeper.run.tune.runtime import lost_interrupts_delivered, stop_ray
 
     try:
         with lost_interrupts_delivered():

@@ -95,7 +95,7 @@ def reproduce(
     if dry_run:
         return
     from sweeper.papers.running import register_parts, run_reproduction
-    from sweeper.run.runtime import MissingGPUs
+    from sweeper.run.tune.runtime import MissingGPUs
 
     where = where_to_run(url, uri, address, results, verbose)
     try:

@@ -154,7 +154,7 @@ def report(
     from sweeper.results.html import report_html
     from sweeper.results.outputs import report_json
     from sweeper.results.tables import cells_table
-    from sweeper.run.tracking import open_tracker
+    from sweeper.run.tracking.tracker import open_tracker
     from sweeper.store.locations import DEFAULT_HOME
 
     store = open_store(storage, sweep)
@@ -260,7 +260,7 @@ def best(sweep: str | None, storage: str | None, model: str | None, out: Path) -
     `sweeper train --init-from OUT/<model>`."""
     from sweeper.results.kept_weights import fetch_best
     from sweeper.results.summaries import study_summaries
-    from sweeper.run.tracking import open_tracker
+    from sweeper.run.tracking.tracker import open_tracker
     from sweeper.store.locations import resolve_tracking_uri
 
     store = open_store(storage, sweep)

@@ -78,8 +78,8 @@ def launch(
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.papers.points import first_points
     from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
-    from sweeper.run.runtime import MissingGPUs
-    from sweeper.run.warm_start import warm_start
+    from sweeper.run.search.warm_start import warm_start
+    from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.spec.matching import resolve_matching
     from sweeper.spec.plan import matching_text, plan_text
     from sweeper.spec.preflight import preflight
@@ -197,7 +197,7 @@ def resume(
     from sweeper.results.summaries import study_summaries
     from sweeper.results.tables import status_table
     from sweeper.run.launch import resume as resume_sweep
-    from sweeper.run.runtime import MissingGPUs
+    from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
 
@@ -255,7 +255,7 @@ def confirm(
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
     from sweeper.run.confirm import run_confirmation, select_studies
-    from sweeper.run.runtime import MissingGPUs
+    from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
 
@@ -289,8 +289,8 @@ def confirm(
 def sync_mlflow_command(sweep: str | None, storage: str | None, tracking_uri: str | None) -> None:
     """Back-fill MLflow from SWEEP's studies (default: the latest sweep's), after a tracking outage
     or onto a new server."""
-    from sweeper.run.sync import SyncError, sync_mlflow
-    from sweeper.run.tracking import Tracker
+    from sweeper.run.tracking.sync import SyncError, sync_mlflow
+    from sweeper.run.tracking.tracker import Tracker
     from sweeper.store.credentials import redact
     from sweeper.store.locations import default_tracking_uri, resolve_tracking_uri
 

@@ -16,7 +16,7 @@ from sweeper.papers.outcome import source_of
 from sweeper.papers.table_runs import Part, Reproduction
 from sweeper.run.confirm import Job, confirm_seed, run_jobs
 from sweeper.run.launch import Where, register
-from sweeper.run.runtime import RunEnd
+from sweeper.run.tune.runtime import RunEnd
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.database import ConfirmationRecord, Store, SweepRecord, now

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from optuna.storages import RDBStorage
-from optuna.study._frozen import FrozenStudy
 
 from sweeper.store.database import engine_kwargs
 
@@ -41,7 +40,7 @@ class SweepStudies(RDBStorage):
     create_new_trial = set_trial_param = set_trial_state_values = _refuse
     set_trial_intermediate_value = set_trial_user_attr = set_trial_system_attr = _refuse
 
-    def get_all_studies(self) -> list[FrozenStudy]:
+    def get_all_studies(self) -> list[Any]:  # Optuna's frozen studies, a type it does not export
         return [s for s in super().get_all_studies() if s.study_name.startswith(self.prefix)]
 
     def get_study_name_from_id(self, study_id: int) -> str:

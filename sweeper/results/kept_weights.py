@@ -1,5 +1,5 @@
 """The weights a sweep kept: each study's best trial's trained network, an MLflow model on the
-trial's run (written by `sweeper.run.weights`). Finding and fetching them needs MLflow only."""
+trial's run (written by `sweeper.run.tracking.weights`). Finding and fetching them needs MLflow only."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Everything that needs Ray: launching and resuming sweeps (`launch`), the Tune run loop
-(`runtime`), the searcher over the studies (`search`) and what it shares with the confirmation
-runs (`recorder`), the studies' best networks kept in MLflow (`weights`), schedulers and study
-policy, the trial function (`trial`), warm worker processes, checkpoints, Tune patches, MLflow
-tracking and its back-fill (`tracking`, `sync`), confirmation runs (`confirm`), Ray jobs (`jobs`)
-and progress.
+"""Everything that needs Ray: launching and resuming sweeps (`launch`), confirmation runs
+(`confirm`) and Ray jobs (`jobs`), over three families: the search over the studies (`search`:
+the searcher, samplers, pruning, race, warm start, repair), MLflow (`tracking`: runs, kept
+weights, back-fill) and Ray Tune (`tune`: the run loop, the trial function, warm workers,
+checkpoints, patches, progress). Within it, each layer imports only those below it:
+`confirm` > `launch` > `search` > `tracking` > `tune`, `jobs` beside `tune`.
 
 May import `sweeper.results`, `sweeper.spec` and `sweeper.store`; never `sweeper.papers` or
 `sweeper.cli`.

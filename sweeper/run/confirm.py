@@ -22,11 +22,11 @@ from sqlalchemy import select
 
 from sweeper.results.retrained import confirmed, test_metric
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
-from sweeper.run.progress import ProgressDisplay
-from sweeper.run.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
-from sweeper.run.runtime import RunEnd, drive, results_dir, start_ray
-from sweeper.run.tracking import Tracker, open_tracker
-from sweeper.run.workers import local_cpus
+from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
+from sweeper.run.tracking.tracker import Tracker, open_tracker
+from sweeper.run.tune.progress import ProgressDisplay
+from sweeper.run.tune.runtime import RunEnd, drive, results_dir, start_ray
+from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.store.database import DATABASE_ERRORS, ConfirmationRecord, Store, StudyRecord, SweepRecord, now

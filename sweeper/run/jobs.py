@@ -108,7 +108,7 @@ class Jobs:
         self, entrypoint: list[str], submission_id: str, metadata: dict[str, str] | None = None
     ) -> str:
         """Start `entrypoint` as the driver of a new job, without a runtime environment of its own,
-        so its trials land on the workers' preloaded processes (sweeper/run/workers.py); `metadata`
+        so its trials land on the workers' preloaded processes (sweeper/run/tune/workers.py); `metadata`
         reaches the driver (`job_metadata`), a shipped spec's text with it."""
         command = shlex.join(entrypoint)
         return self._call(

@@ -2,7 +2,8 @@
 
 The studies in the database are the sweep's state. Launch creates them; resume reconciles trials
 a dead or interrupted driver left RUNNING, then runs again toward the same budgets. What each
-study samples and how it is scheduled is `sweeper.run.policy`; the Ray side is `sweeper.run.runtime`.
+study samples, how its trials stop and how the models share the budget is `sweeper.run.search`;
+the Ray side is `sweeper.run.tune`, MLflow's `sweeper.run.tracking`.
 """
 
 from __future__ import annotations
@@ -21,20 +22,14 @@ import optuna
 from sqlalchemy.engine import make_url
 
 from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
-from sweeper.run.policy import (
-    make_pruner,
-    make_sampler,
-    make_scheduler,
-    paper_point_count,
-    race_rung,
-    reconcile,
-    requeue_paper_points,
-    sampler_text,
-    study_budget,
-)
-from sweeper.run.progress import ProgressDisplay
-from sweeper.run.race import Race
-from sweeper.run.runtime import (
+from sweeper.run.search.pruning import make_pruner, make_scheduler
+from sweeper.run.search.race import Race, race_rung
+from sweeper.run.search.repair import reconcile, requeue_paper_points
+from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text, study_budget
+from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
+from sweeper.run.tracking.tracker import Tracker, open_tracker
+from sweeper.run.tune.progress import ProgressDisplay
+from sweeper.run.tune.runtime import (
     RunEnd,
     connect_ray,
     drive,
@@ -43,9 +38,7 @@ from sweeper.run.runtime import (
     results_dir,
     start_ray,
 )
-from sweeper.run.search import MultiStudySearcher, StudyPlan
-from sweeper.run.tracking import Tracker, open_tracker
-from sweeper.run.workers import local_cpus
+from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.space import searched_names
@@ -332,7 +325,7 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
 
 def catch_up_mlflow(store: Store, record: SweepRecord, why: str) -> None:
     """Back-fill MLflow from the studies once (after an outage or a dead driver); say so if it fails."""
-    from sweeper.run.sync import sync_mlflow
+    from sweeper.run.tracking.sync import sync_mlflow
 
     try:
         counts = sync_mlflow(

@@ -23,7 +23,7 @@ from sweeper.store.database import StoreError, check_url
 
 NO_GPUS_OVERRIDE = "add --no-gpus to train on the CPU"
 # A local Ray declares this many GPUs, whatever the machine has: for tests of GPU scheduling on a
-# host without GPUs (their trials then need SWEEPER_GPU_TRIALS_ON_CPU=1, `sweeper.run.trial`).
+# host without GPUs (their trials then need SWEEPER_GPU_TRIALS_ON_CPU=1, `sweeper.run.tune.trial`).
 DECLARED_GPUS_ENV = "SWEEPER_DECLARED_GPUS"
 
 

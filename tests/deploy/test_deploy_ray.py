@@ -110,10 +110,10 @@ def test_dev_asks_for_no_gpu_anywhere(overlay: str, resources: list[Resource]) -
 
 
 def test_trial_workers_start_warm_and_keep_their_working_directory(resources: list[Resource]) -> None:
-    """The workers' raylets preload what `sweeper.run.workers` preloads in a local Ray, keep idle
+    """The workers' raylets preload what `sweeper.run.tune.workers` preloads in a local Ray, keep idle
     workers as long, and give the workers Tune's actor variables, which sweeper's trial actors
     no longer carry themselves; trials stay in the container's workingDir, where data/ is."""
-    from sweeper.run.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
+    from sweeper.run.tune.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
 
     expected = {**node_environment(), "RAY_CHDIR_TO_TRIAL_DIR": "0"}
     assert {PRELOAD_ENV, IDLE_KILL_ENV, *TUNE_ACTOR_ENV_VARS} <= set(expected)

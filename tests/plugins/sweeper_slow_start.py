@@ -3,7 +3,7 @@
 The first process to import it goes on at once; each later one sleeps `SWEEPER_SLOW_START_S`
 seconds first. Listed in `RAY_preload_python_modules`, it gives a sweep one worker that is ready
 long before the others, which is how a short trial finishes while the next trial's own actor is
-still starting (`tests/sweeper/run/test_throughput.py`).
+still starting (`tests/sweeper/run/tune/test_throughput.py`).
 """
 
 from __future__ import annotations

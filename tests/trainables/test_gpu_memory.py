@@ -1,7 +1,7 @@
 """A GPU trial takes no more than its share of the device's memory: past it, it fails as out of
 memory, naming its share, instead of starving the trials packed beside it. Runs where CUDA is
 (the GPU acceptance script's kernel tests include it); the share's wiring from a sweep's resources
-is tested without a GPU in `tests/sweeper/run/test_gpu_sweep.py`."""
+is tested without a GPU in `tests/sweeper/run/tune/test_gpu_sweep.py`."""
 
 from __future__ import annotations
 

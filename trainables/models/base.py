@@ -7,10 +7,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainables.models.grid_barrier import raise_if_stalled
-from trainables.models.kernel_choice import Kernel, resolve_kernel
 from trainables.models.orthogonal import GivensRotations, ScaledCayley, orthogonal_diagnostics
-from trainables.models.scan_check import KernelRecord
+from trainables.models.scans.barrier import raise_if_stalled
+from trainables.models.scans.choice import Kernel, resolve_kernel
+from trainables.models.scans.self_check import KernelRecord
 
 State = Any
 
@@ -43,7 +43,7 @@ class OrthogonalModel(RecurrentModel):
     """A model with orthogonal recurrent matrices, each a parametrization module among its
     submodules (`GivensRotations`, `ScaledCayley`): their parameters get the orthogonal
     optimizer, their maintained inverses are carried over each step, and their diagnostics are
-    reported. `kernel` picks the implementation of the time loop (`kernel_choice`), and
+    reported. `kernel` picks the implementation of the time loop (`scans.choice`), and
     `kernel_record` says what the last forward pass ran."""
 
     kernel: str = "auto"

@@ -7,9 +7,9 @@ from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
-from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
+from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
+from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 
@@ -51,8 +51,4 @@ class EURNN(OrthogonalModel):
             return fused_scans().reset_after_scan(
                 projected, h, U, bias, eps, False, None, givens=self.rotations.tables(), **self.scan_options()
             )  # eqs. 12–13
-        outputs = []
-        for xt in projected.unbind(0):
-            h = modrelu(torch.addmm(xt, h, U), bias, eps)  # eq. 12 with σ = modReLU (eq. 13)
-            outputs.append(h)
-        return torch.stack(outputs), h
+        return modrelu_scan(projected, h, U, bias, eps)  # eq. 12 with σ = modReLU (eq. 13)

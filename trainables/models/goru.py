@@ -1,7 +1,7 @@
 """GORU (GORU paper eqs. 14–16) and the ablations of its PTB table: no reset gate, no update gate.
 
 The reset gate multiplies *after* the orthogonal product (r ⊙ U h), so one GEMM per step computes
-h @ [U | W_r | W_z], and the loop runs in `gated.reset_after_scan` with a hand-written backward.
+h @ [U | W_r | W_z], and the loop runs in `scans.loop.reset_after_scan` with a hand-written backward.
 Initialization follows the publication code: input and gate weights U(±0.01), reset bias 2,
 update bias TensorFlow 1's default Glorot-uniform U(±√(3/n)), modReLU bias 0.01.
 """
@@ -13,12 +13,12 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import glorot_uniform_bound, uniform_
-from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
+from trainables.models.scans import loop
+from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 WEIGHT_INIT = 0.01
@@ -81,7 +81,7 @@ class GORU(OrthogonalModel):
                 projected, h0, recurrent, bias, eps, self.reset, update,
                 givens=self.rotations.tables(), **self.scan_options(),
             )  # eqs. 14–16  # fmt: skip
-        return gated.reset_after_scan(projected, h0, recurrent, bias, eps, self.reset, update)  # eqs. 14–16
+        return loop.reset_after_scan(projected, h0, recurrent, bias, eps, self.reset, update)  # eqs. 14–16
 
 
 @register_model(

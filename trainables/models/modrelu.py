@@ -1,4 +1,5 @@
-"""modReLU, the activation of orthogonal RNNs (GORU eq. 13, NC-GRU eq. 20).
+"""modReLU, the activation of orthogonal RNNs (GORU eq. 13, NC-GRU eq. 20), and the plain loop of
+the recurrence h_t = modReLU(x_t + U h_{t−1}, b) that EURNN and scoRNN share.
 
 It shrinks |z| by a learned threshold and keeps the sign, so it can forget (zero a unit) without
 distorting the norm-preserving dynamics the way a saturating tanh would.
@@ -55,6 +56,19 @@ class _ModReLUFn(torch.autograd.Function):
 def modrelu(z: torch.Tensor, bias: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """modReLU with a trainable threshold `bias`; see `modrelu_parts`."""
     return _ModReLUFn.apply(z, bias, eps)
+
+
+def modrelu_scan(
+    projected: torch.Tensor, h0: torch.Tensor, M: torch.Tensor, bias: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(outputs (T, B, n), last state) of h_t = modReLU(x_t + h_{t−1} M, b): the plain loop of
+    EURNN and scoRNN, M their orthogonal U in the row convention (h @ M = U h). Autograd
+    differentiates it, through one GEMM and one modReLU node per step."""
+    h, outputs = h0, []
+    for xt in projected.unbind(0):
+        h = modrelu(torch.addmm(xt, h, M), bias, eps)
+        outputs.append(h)
+    return torch.stack(outputs), h
 
 
 class ModReLU(nn.Module):

@@ -28,7 +28,6 @@ import torch
 from torch import nn
 
 from trainables.hyperparams import Hyperparam
-from trainables.models import gated
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import (
     REFERENCE_INPUT_BOUND,
@@ -37,9 +36,10 @@ from trainables.models.initialization import (
     sum_of_uniforms_,
     uniform_,
 )
-from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
 from trainables.models.orthogonal import RHO, ScaledCayley
+from trainables.models.scans import loop
+from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
@@ -182,7 +182,7 @@ class NCGRU(OrthogonalModel):
         bias, eps = self.activation.bias, self.activation.eps
         fused = self.scan_kernel(x) == "fused"
         options = self.scan_options() if fused else {}
-        scans = fused_scans() if fused else gated
+        scans = fused_scans() if fused else loop
         if self.reset_before:
             return scans.reset_before_scan(
                 projected, h0, torch.cat([U_r, U_u], dim=1), U_c, bias, eps, **options

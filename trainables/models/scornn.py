@@ -11,9 +11,9 @@ from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.kernel_choice import KERNEL_SETTINGS, fused_scans
-from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu
+from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
 from trainables.models.orthogonal import RHO, ScaledCayley
+from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 
@@ -54,8 +54,4 @@ class ScoRNN(OrthogonalModel):
             return fused_scans().reset_after_scan(
                 projected, h, U_t, bias, eps, False, None, **self.scan_options()
             )  # scoRNN: modReLU(W x + U h, b)
-        outputs = []
-        for xt in projected.unbind(0):
-            h = modrelu(torch.addmm(xt, h, U_t), bias, eps)  # scoRNN: modReLU(W x + U h, b)
-            outputs.append(h)
-        return torch.stack(outputs), h
+        return modrelu_scan(projected, h, U_t, bias, eps)  # scoRNN: modReLU(W x + U h, b)

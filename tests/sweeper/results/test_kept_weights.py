@@ -19,8 +19,8 @@ from optuna.distributions import FloatDistribution
 
 from sweeper.results.kept_weights import fetch_best, run_weights
 from sweeper.run.launch import create_sweep
-from sweeper.run.trial import FINAL_FILE
-from sweeper.run.weights import WeightsDetails, log_weights
+from sweeper.run.tracking.weights import WeightsDetails, log_weights
+from sweeper.run.tune.trial import FINAL_FILE
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import trial_config
 from sweeper.store.database import Store

@@ -104,7 +104,7 @@ def test_a_lost_database_stops_confirmations_as_interrupted_and_keeps_them_to_ru
     from ray.tune.search import Searcher
 
     from sweeper.run.confirm import ConfirmationSearcher, Job
-    from sweeper.run.recorder import Progress
+    from sweeper.run.search.recorder import Progress
     from sweeper.spec.loading import parse_spec
     from sweeper.store.database import StudyRecord
     from tests.helpers import tiny_spec

@@ -8,8 +8,9 @@ import pytest
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
-from sweeper.run.policy import make_pruner, make_sampler, study_budget
-from sweeper.run.search import MultiStudySearcher, StudyPlan
+from sweeper.run.search.pruning import make_pruner
+from sweeper.run.search.samplers import make_sampler, study_budget
+from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import SpecError, parse_spec
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import trial_config
@@ -199,7 +200,7 @@ def test_study_time_budget_ends_a_study_once_spent():
 
 
 def test_a_trial_over_its_time_limit_fails_with_the_reason():
-    from sweeper.run.runtime import _BudgetStopper
+    from sweeper.run.tune.runtime import _BudgetStopper
 
     spec = spec_of(models=["gru"], budget={"trials": 3, "trial_time": "2s"})
     searcher, plan = make_searcher(spec)

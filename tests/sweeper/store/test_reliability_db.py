@@ -112,7 +112,7 @@ def _fake_cluster(monkeypatch: pytest.MonkeyPatch, alive: list[bool]) -> None:
 def test_sqlite_is_refused_on_a_multi_node_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """SQLite's file locks do not work across hosts, so two live nodes and a SQLite URL must stop
     the launch with a message that says what to use instead."""
-    from sweeper.run.runtime import connect_ray
+    from sweeper.run.tune.runtime import connect_ray
 
     sqlite_url = f"sqlite:///{tmp_path / 'studies.db'}"
     _fake_cluster(monkeypatch, [True, True])
@@ -130,7 +130,7 @@ def test_sqlite_is_accepted_on_one_live_node(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, alive: list[bool]
 ) -> None:
     """Dead nodes stay listed by Ray; only live ones make a cluster."""
-    from sweeper.run.runtime import connect_ray
+    from sweeper.run.tune.runtime import connect_ray
 
     _fake_cluster(monkeypatch, alive)
     connect_ray("auto", f"sqlite:///{tmp_path / 'studies.db'}")

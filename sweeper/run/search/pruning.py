@@ -1,0 +1,130 @@
+"""Early stopping, which compares a trial only with trials of its own study: the sweep's Tune
+scheduler (ASHA per study, Optuna's median or Hyperband pruner per study, or none).
+
+Ray Tune runs one scheduler per Tuner, and the Tuner here serves every model's study at once.
+A single ASHA would rank an LSTM trial against GRU trials and starve whichever model is weaker
+early on, which biases the very comparison a sweep exists to make. So each study gets its own
+ASHA instance, created on first use, and this wrapper routes every event to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+
+from sweeper.spec.sweep import SweepSpec
+from sweeper.spec.values import IntRange
+from trainables.hyperparams import TRAINING
+
+
+class PerStudyScheduler(FIFOScheduler):
+    """Routes each trial's events to the scheduler of its study (the trial's `model`)."""
+
+    def __init__(self, make: Callable[[], TrialScheduler], key: str = "model") -> None:
+        super().__init__()
+        self._make = make
+        self._key = key
+        self._schedulers: dict[str, TrialScheduler] = {}
+
+    def _of(self, trial: Any) -> TrialScheduler:
+        study = trial.config[self._key]
+        if study not in self._schedulers:
+            self._schedulers[study] = self._make()
+        return self._schedulers[study]
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        return True  # each study's scheduler is built with its metric and mode
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        self._of(trial).on_trial_add(tune_controller, trial)
+
+    def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
+        self._of(trial).on_trial_error(tune_controller, trial)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        return self._of(trial).on_trial_result(tune_controller, trial, result)
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
+        self._of(trial).on_trial_complete(tune_controller, trial, result)
+
+    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
+        self._of(trial).on_trial_remove(tune_controller, trial)
+
+    def debug_string(self) -> str:
+        return "; ".join(f"{study}: {s.debug_string()}" for study, s in self._schedulers.items())
+
+
+class OptunaPrunerScheduler(FIFOScheduler):
+    """Stops a trial when its study's Optuna pruner says so (median or Hyperband).
+
+    The searcher owns the Optuna trials, so the decision is delegated to it; the trial then ends
+    before its last step and is recorded as PRUNED with its intermediate values.
+    """
+
+    def __init__(self, searcher: Any) -> None:
+        super().__init__()
+        self.searcher = searcher
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        return True
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        if self.searcher.should_prune(trial.trial_id, result):
+            return TrialScheduler.STOP
+        return TrialScheduler.CONTINUE
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+
+def _max_iterations(spec: SweepSpec) -> int:
+    longest = 0
+    for model in spec.models:
+        value = spec.space(model).get("iterations", TRAINING["iterations"].default)
+        longest = max(longest, value.int[1] if isinstance(value, IntRange) else int(value))
+    return longest
+
+
+def _first_report(spec: SweepSpec) -> int:
+    value = spec.space(spec.models[0]).get("eval_every", TRAINING["eval_every"].default)
+    return value.int[0] if isinstance(value, IntRange) else int(value)
+
+
+def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
+    """The study's Optuna pruner: it acts only under the `median` and `hyperband` schedulers."""
+    warmup = spec.scheduler.grace_period or _first_report(spec)
+    if spec.scheduler.name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warmup)
+    if spec.scheduler.name == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=warmup,
+            max_resource=_max_iterations(spec),
+            reduction_factor=max(2, round(spec.scheduler.reduction_factor)),
+        )
+    return optuna.pruners.NopPruner()
+
+
+def make_scheduler(spec: SweepSpec, searcher: Any) -> Any:
+    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if spec.scheduler.name == "none":
+        return FIFOScheduler()
+    if spec.scheduler.name in ("median", "hyperband"):
+        return OptunaPrunerScheduler(searcher)
+    objective = spec.resolved_objective()
+    max_t = _max_iterations(spec)
+    grace = min(spec.scheduler.grace_period or _first_report(spec), max_t)
+    return PerStudyScheduler(
+        lambda: ASHAScheduler(
+            time_attr="step",
+            metric=objective.metric,
+            mode=objective.mode,
+            max_t=max_t,
+            grace_period=grace,
+            reduction_factor=spec.scheduler.reduction_factor,
+        )
+    )

@@ -1,0 +1,112 @@
+"""Racing models: successive halving across a sweep's studies on their best objective.
+
+Every model first gets a rung of trials. Once each model still in the race has finished its
+rung, the better half (by best objective; a model with no complete trial ranks last) goes on to a
+rung twice as long and the rest stop, with the reason stored on their study. The trials the
+stopped models did not spend go to the survivors: the sweep never spends more than an equal
+budget would (trials × models), and the last rung shares what is left.
+
+The state lives in the studies (`RACE_STOP_ATTR`, `SHARE_ATTR`), so `resume` picks the race up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import optuna
+
+from sweeper.run.search.samplers import startup_trials
+from sweeper.spec.sweep import SweepSpec
+from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
+
+
+def race_rung(spec: SweepSpec, papers: int = 0) -> int:
+    """A race's first rung, in trials per model: the spec's number, or a quarter of the budget but
+    never fewer than a study's papers' points (at most `papers`) and random startup trials. Models
+    are first compared on an unbiased sample of their spaces; a model cut on one or two draws is
+    cut on luck."""
+    if spec.budget.race_rung is not None:
+        return spec.budget.race_rung
+    startup = max(startup_trials(spec, model) for model in spec.models)
+    return max(2, spec.budget.trials // 4, papers + startup)
+
+
+class Raced(Protocol):
+    """What the race reads and sets of a study's plan (`run.search.StudyPlan`)."""
+
+    study: optuna.Study
+    model: str
+    budget: int
+    best: float | None
+    running: int
+
+    @property
+    def done(self) -> int: ...
+
+    @property
+    def remaining(self) -> int: ...
+
+
+class Race:
+    def __init__(self, plans: list[Raced], trials: int, rung: int, mode: str) -> None:
+        self.plans = plans
+        self.total = trials * len(plans)
+        self.rung = rung
+        self.mode = mode
+        stops = {p.model: p.study.user_attrs.get(RACE_STOP_ATTR) for p in plans}
+        self.stopped = {model: stop["reason"] for model, stop in stops.items() if stop}
+        self.cuts = max((stop["cut"] + 1 for stop in stops.values() if stop), default=0)
+        self.final = False
+        self._allot()
+
+    def alive(self) -> list[Raced]:
+        return [p for p in self.plans if p.model not in self.stopped]
+
+    def update(self) -> None:
+        """After a trial ends: cut the field once every model in it has finished its rung."""
+        alive = self.alive()
+        if self.final or len(alive) < 2:
+            return
+        if any(p.running or p.remaining > 0 for p in alive):  # a plan out of steps or time has run its rung
+            return
+        ranked = sorted(alive, key=self._rank)
+        keep = math.ceil(len(ranked) / 2)
+        leader = ranked[0]
+        for plan in ranked[keep:]:
+            reason = (
+                f"stopped by the race after {plan.done} trials: best {_shown(plan.best)} against "
+                f"{leader.model}'s {_shown(leader.best)}"
+            )
+            self.stopped[plan.model] = reason
+            plan.study.set_user_attr(RACE_STOP_ATTR, {"cut": self.cuts, "reason": reason})
+        self.cuts += 1
+        self._allot()
+
+    def _allot(self) -> None:
+        """Each plan's budget: what it ran once stopped; the next rung, or the rest shared."""
+        for plan in self.plans:
+            if plan.model in self.stopped:
+                plan.budget = plan.done
+        alive = self.alive()
+        left = self.total - sum(p.done for p in self.plans if p.model in self.stopped)
+        rung = self.rung * 2**self.cuts
+        if len(alive) < 2 or rung * len(alive) >= left:
+            self.final = True
+            share, extra = divmod(left, max(1, len(alive)))
+            for index, plan in enumerate(alive):
+                plan.budget = share + (index < extra)
+        else:
+            for plan in alive:
+                plan.budget = rung
+        for plan in self.plans:
+            plan.study.set_user_attr(SHARE_ATTR, plan.budget)
+
+    def _rank(self, plan: Raced) -> tuple[bool, float]:
+        if plan.best is None:
+            return (True, 0.0)
+        return (False, plan.best if self.mode == "min" else -plan.best)
+
+
+def _shown(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"

@@ -1,0 +1,88 @@
+"""Racing models: a hopeless model stops after its first rung with the reason, its unspent trials
+go to the models that can still win, and a resumed sweep finds the race where it was."""
+
+from __future__ import annotations
+
+import optuna
+from ray.tune.search import Searcher
+
+from sweeper.run.search.race import Race, race_rung
+from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
+from sweeper.spec.loading import parse_spec
+from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
+from tests.helpers import dump_spec, tiny_spec
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+LOSS = {"lstm": 0.9, "gru": 0.5, "scornn": 0.3, "ncgru": 0.1}  # a crafted objective per model
+
+
+def race(models: tuple[str, ...], trials: int, rung: int, studies: dict | None = None):
+    budget = {"trials": trials, "allocate": "race", "race_rung": rung}
+    spec = parse_spec(dump_spec(tiny_spec(models=models, budget=budget)), "s.yaml")
+    studies = studies or {m: optuna.create_study(study_name=m) for m in models}
+    plans = [StudyPlan(studies[m], m, None, trials) for m in models]
+    searcher = MultiStudySearcher(spec, plans, None, None)
+    searcher.race = Race(plans, trials, rung, "min")
+    return searcher, {p.model: p for p in plans}, studies
+
+
+def run_out(searcher: MultiStudySearcher, limit: int = 1000) -> int:
+    for n in range(limit):
+        config = searcher.suggest(str(n))
+        if config is Searcher.FINISHED:
+            return n
+        searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": LOSS[config["model"]]})
+    raise AssertionError("the race never ended")
+
+
+def test_a_hopeless_model_stops_after_its_rung_and_the_winner_gets_its_trials() -> None:
+    searcher, plans, _ = race(("lstm", "gru"), trials=8, rung=2)
+    assert run_out(searcher) == 16  # never more than an equal budget would spend
+    assert plans["lstm"].done == 2 and plans["gru"].done == 14
+    stop = plans["lstm"].study.user_attrs[RACE_STOP_ATTR]
+    assert stop == {"cut": 0, "reason": "stopped by the race after 2 trials: best 0.9 against gru's 0.5"}
+    assert RACE_STOP_ATTR not in plans["gru"].study.user_attrs
+    assert plans["gru"].study.user_attrs[SHARE_ATTR] == 14
+
+
+def test_the_field_halves_at_each_rung_and_a_resume_finds_the_race_where_it_was() -> None:
+    models = ("lstm", "gru", "scornn", "ncgru")
+    searcher, plans, studies = race(models, trials=4, rung=2)
+    for n in range(8 + 3):  # the first rung, then three trials of the second
+        config = searcher.suggest(str(n))
+        searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": LOSS[config["model"]]})
+    assert set(searcher.race.stopped) == {"lstm", "gru"}
+    assert plans["scornn"].budget == plans["ncgru"].budget == 4
+    resumed, plans, _ = race(models, trials=4, rung=2, studies=studies)
+    assert set(resumed.race.stopped) == {"lstm", "gru"} and resumed.race.cuts == 1
+    assert plans["lstm"].budget == 2 and plans["ncgru"].budget == 4
+    assert run_out(resumed) == 5  # the second rung's last trial, then the winner's share
+    assert "scornn" in resumed.race.stopped
+    assert plans["ncgru"].done == plans["ncgru"].budget == 16 - 2 - 2 - 4
+
+
+def test_the_first_rung_holds_each_studys_random_trials() -> None:
+    def rung(trials: int, **budget: int) -> int:
+        spec = tiny_spec(models=("gru", "scornn"), budget={"trials": trials, "allocate": "race", **budget})
+        return race_rung(parse_spec(dump_spec(spec), "s.yaml"))
+
+    assert rung(6) == 3  # not 2: a study draws its first 3 of 6 at random
+    assert rung(20) == 6 and rung(40) == 10 and rung(100) == 25  # a quarter once that is longer
+    assert rung(6, race_rung=1) == 1
+    two_papers = tiny_spec(models=("gru", "scornn"), budget={"trials": 6, "allocate": "race"})
+    assert race_rung(parse_spec(dump_spec(two_papers), "s.yaml"), papers=2) == 5  # 2 points, then 3
+    startup = {"sampler": {"name": "tpe", "startup_trials": 8}}
+    spec = tiny_spec(models=("gru",), budget={"trials": 12, "allocate": "race"}, **startup)
+    assert race_rung(parse_spec(dump_spec(spec), "s.yaml")) == 8
+
+
+def test_a_race_waits_for_its_rungs_running_trials_instead_of_finishing() -> None:
+    """Tune never asks again once a searcher answers FINISHED: while the rung's trials still run
+    on other workers, the race answers None (nothing yet), and hands out the next rung after."""
+    searcher, plans, _ = race(("lstm", "gru"), trials=8, rung=2)
+    configs = [searcher.suggest(str(n)) for n in range(4)]  # four workers take the whole first rung
+    assert searcher.suggest("4") is None
+    for n, config in enumerate(configs):
+        searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": LOSS[config["model"]]})
+    assert searcher.suggest("5")["model"] == "gru"
+    assert plans["gru"].budget == 14

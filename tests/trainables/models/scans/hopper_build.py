@@ -1,0 +1,141 @@
+"""Compile the fused-scan kernels the models launch at the papers' sizes for an H100 (sm_90), without
+a GPU, and report each one's registers, spills and shared memory.
+
+Triton's compiler and the ptxas it ships run on any machine: this catches what the interpreter
+cannot (constexpr misuse, types only the compiler checks, register spills, a plan whose matrices
+do not fit the shared memory it assumed). Run in a process of its own, since `TRITON_INTERPRET=1`
+replaces the kernels by their interpreted form. Prints one JSON object: variant → figures.
+
+    python -m tests.trainables.models.scans.hopper_build [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+
+from trainables.models.scans import reset_after_kernels, reset_before_kernels
+from trainables.models.scans.fused import UPDATE_CODES, compile_options
+from trainables.models.scans.plan import H100, ScanPlan, plan_reset_after, plan_reset_before
+
+HOPPER = GPUTarget("cuda", 90, 32)
+INT_POINTERS = {"partner_ptr", "sync_ptr", "flag_ptr"}
+AFTER_CELLS = {  # (reset, update) of each model with the reset-after cell
+    "eurnn": (False, None),
+    "scornn": (False, None),
+    "goru": (True, "keeps"),
+    "goru_noreset": (False, "keeps"),
+    "goru_noupdate": (True, None),
+    "ncgru after": (True, "admits"),
+}
+# (model, hidden size, batch): the papers' sizes (synthetic tasks, copying T = 1000, PTB)
+SIZES = [
+    ("eurnn", 128, 128),
+    ("eurnn", 512, 32),
+    ("eurnn", 2048, 32),
+    ("scornn", 128, 128),
+    ("scornn", 190, 50),
+    ("goru", 128, 128),
+    ("goru_noreset", 128, 128),
+    ("goru_noupdate", 128, 128),
+    ("goru", 512, 32),
+    ("ncgru after", 118, 128),
+    ("ncgru", 118, 128),
+    ("ncgru", 256, 32),
+]
+QUICK = [("eurnn", 512, 32), ("goru", 128, 128), ("scornn", 190, 50), ("ncgru", 118, 128)]
+
+
+def plans(model: str, n: int, batch: int, precisions: tuple[str, ...]) -> list[tuple[ScanPlan, dict]]:
+    """The plan of each precision, and the kernel flags of the model's cell."""
+    found = []
+    for precision in precisions:
+        if model == "ncgru":
+            found.append((plan_reset_before(n, batch, precision, H100), {}))
+            continue
+        reset, update = AFTER_CELLS[model]
+        gates = int(reset) + (update is not None)
+        plan = plan_reset_after(n, batch, gates, model.startswith(("eurnn", "goru")), precision, H100)
+        flags = {"RESET": reset, "UPDATE": UPDATE_CODES[update], "GIVENS": plan.path == "givens"}
+        found.append((plan, {**flags, "IN_MEMORY": plan.in_memory}))
+    return found
+
+
+def compile_kernel(kernel: triton.runtime.JITFunction, constants: dict[str, object]) -> dict[str, object]:
+    options = {k: constants.pop(k) for k in ("num_warps", "launch_cooperative_grid") if k in constants}
+    signature = {
+        name: ("*i32" if name in INT_POINTERS else "*fp32")
+        if name.endswith("_ptr")
+        else "constexpr"
+        if name in constants
+        else "i32"
+        for name in kernel.arg_names
+    }
+    source = ASTSource(
+        fn=kernel,
+        signature=signature,
+        constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()},
+    )
+    compiled = triton.compile(source, target=HOPPER, options=options)
+    with tempfile.TemporaryDirectory() as folder:
+        ptx = os.path.join(folder, "kernel.ptx")
+        with open(ptx, "w") as file:
+            file.write(compiled.asm["ptx"])
+        report = subprocess.run(
+            [get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", ptx, "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
+    registers = int(re.search(r"Used (\d+) registers", report).group(1))
+    spilled = int(re.search(r"(\d+) bytes spill stores", report).group(1))
+    return {"registers": registers, "spill_bytes": spilled, "shared_bytes": compiled.metadata.shared}
+
+
+def build(model: str, n: int, batch: int, plan: ScanPlan, flags: dict) -> dict[str, dict[str, object]]:
+    base = compile_options(plan)
+    name = f"{model.replace(' ', '_')} n={n} B={batch} {plan.path} {plan.precision}"
+    if plan.scan == "reset_before":
+        forward, backward = (
+            reset_before_kernels.reset_before_forward,
+            reset_before_kernels.reset_before_backward,
+        )
+        forward_flags, backward_flags = {"SAVE": True, "PHASE": -1}, {"PHASE": -1}
+    else:
+        forward, backward = reset_after_kernels.reset_after_forward, reset_after_kernels.reset_after_backward
+        forward_flags, backward_flags = {**flags, "SAVE": True}, {**flags, "PHASE": -1}
+    return {
+        f"{name} forward": compile_kernel(forward, {**base, **forward_flags}),
+        f"{name} backward": compile_kernel(backward, {**base, **backward_flags}),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="one size per path, IEEE only")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else SIZES
+    precisions = ("ieee",) if args.quick else ("ieee", "tf32x3", "tf32")
+    report: dict[str, dict[str, object]] = {}
+    for model, n, batch in sizes:
+        for plan, flags in plans(model, n, batch, precisions):
+            figures = build(model, n, batch, plan, flags)
+            for figure in figures.values():
+                figure["planned_resident"] = plan.resident
+            report.update(figures)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

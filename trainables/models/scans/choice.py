@@ -1,0 +1,106 @@
+"""The `kernel` setting of the orthogonal models: which implementation runs their time loop.
+
+`loop` is the plain implementation (the module `loop`, and `modrelu.modrelu_scan` for EURNN and
+scoRNN), the reference every fast path is tested against and the one a CPU runs. `fused` runs the
+whole scan in Triton kernels (the module `fused`). `auto` takes `fused` on a CUDA device when
+Triton imports, in float32, and `loop` otherwise, so a CPU keeps its code path and speed; on CUDA
+it first checks each fused variant against the loop in the process (`self_check`) and keeps the
+loop where the check fails. `kernel_precision` sets the operands of the fused kernels' products;
+the loop computes in IEEE float32 whatever it says.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Literal
+
+import torch
+
+from trainables.hyperparams import Hyperparam
+
+Kernel = Literal["fused", "loop"]
+
+KERNEL = Hyperparam(
+    "kernel",
+    "categorical",
+    "auto",
+    choices=("auto", "fused", "loop"),
+    help="time loop: fused Triton kernels (CUDA, float32), the plain loop, or auto: fused where it can run",
+)
+KERNEL_PRECISION = Hyperparam(
+    "kernel_precision",
+    "categorical",
+    "ieee",
+    choices=("ieee", "tf32x3", "tf32"),
+    help="operands of the fused kernels' products: IEEE float32, three TF32 products "
+    "(about float32's accuracy) or one (about 1e-3, faster); the loop ignores it",
+)
+KERNEL_SETTINGS = (KERNEL, KERNEL_PRECISION)
+
+
+@cache
+def triton_problem() -> str | None:
+    """Why Triton cannot be used in this process, or None when it can."""
+    try:
+        importlib.import_module("triton")
+    except Exception as exc:  # an install broken in any way is the same as none
+        return f"Triton does not import ({type(exc).__name__}: {exc})"
+    return None
+
+
+def interpreting() -> bool:
+    """Triton's interpreter runs the kernels on CPU tensors (slowly): for tests on machines without a GPU."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def fused_problem(device: torch.device, dtype: torch.dtype = torch.float32) -> str | None:
+    """Why the fused kernels cannot run on `device` in `dtype`, or None when they can."""
+    if device.type != "cuda" and not interpreting():
+        return f"the device is {device.type}, and the fused kernels need CUDA"
+    if dtype != torch.float32:
+        return f"the dtype is {dtype}, and the fused kernels compute in float32"
+    return triton_problem()
+
+
+def triton_cache_problem() -> str | None:
+    """Why Triton could not keep the kernels it compiles, or None when it can. It writes each one
+    into its cache directory at first use; on a read-only filesystem that fails deep in the
+    compiler, so a trial checks the directory before its first step and names it."""
+    from triton import knobs
+
+    folder = Path(knobs.cache.dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return (
+            f"Triton's kernel cache {folder} is not writable ({exc.strerror or exc}): "
+            "set TRITON_CACHE_DIR (or HOME) to a writable directory"
+        )
+    return None
+
+
+def resolve_kernel(setting: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Kernel:
+    """The implementation `setting` means on `device`; `fused` where it cannot run is an error."""
+    if setting == "loop":
+        return "loop"
+    if setting == "auto":
+        return "fused" if device.type == "cuda" and fused_problem(device, dtype) is None else "loop"
+    problem = fused_problem(device, dtype)
+    if problem is not None:
+        raise ValueError(f"kernel: 'fused' cannot run here: {problem}; use kernel: auto or loop")
+    return "fused"
+
+
+def fused_scans() -> ModuleType:
+    """The module `fused`, imported on first use rather than with this module: it imports Triton,
+    which a run of the loop never needs."""
+    from trainables.models.scans import fused
+
+    return fused
