@@ -4,7 +4,7 @@ A step is what `trainables.train.train` does per iteration: `task.train_batch()`
 backward pass and an Adam step, here for a GRU of 128 units at batch size 128. Data time is the
 `train_batch()` part, timed inside the same steps, so the fraction is measured in one run on one
 machine state. File tasks read generated files of their data sets' real sizes (see
-`fixtures.py`), written to a temporary directory.
+`tests/corpora.py`), written to a temporary directory.
 
 Start-up is timed three times per task: cold (the first trial of a sweep; file tasks tokenize or
 decode their files and write their on-disk cache), new process (a later trial in another
@@ -18,19 +18,30 @@ later trial in a worker Tune reused: the per-process caches kept).
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
-from fixtures import write_babi, write_ptb, write_timit, write_wikitext2
 
+from trainables.cache import clear_process_caches
 from trainables.catalog import load_all
 from trainables.models.base import RecurrentModel
 from trainables.registry import MODELS, TASKS
-from trainables.tasks import babi, language, shortest_path, speech
 from trainables.tasks.base import Task
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, run as a script
+from tests.corpora import (
+    PTB_WORDS,
+    WIKITEXT2_WORDS,
+    write_babi,
+    write_ptb,
+    write_speech,
+    write_wikitext,
+    zipf_text,
+)
 
 HIDDEN = 128
 BATCH = 128
@@ -39,10 +50,12 @@ BATCH = 128
 def file_settings(root: Path, quick: bool) -> dict[str, dict[str, Any]]:
     """Settings of the file tasks, pointing at freshly written data of realistic size."""
     started = time.perf_counter()
-    ptb = write_ptb(root / "ptb")
-    wikitext = write_wikitext2(root / "wikitext-2")
+    ptb = root / "ptb"
+    write_ptb(ptb, text=zipf_text(PTB_WORDS, 10_000, seed=0))
+    wikitext = write_wikitext(root / "wikitext-2", zipf_text(WIKITEXT2_WORDS, 33_278, seed=10))
     babi_tasks = range(1, 6) if quick else range(1, 21)
-    babi = write_babi(root / "babi", babi_tasks)
+    write_babi(root / "babi", babi_tasks, stories=600, test_stories=600)
+    babi = root / "babi"
     sizes = (
         {"train_size": 60, "valid_size": 20, "test_size": 20}
         if quick
@@ -52,7 +65,7 @@ def file_settings(root: Path, quick: bool) -> dict[str, dict[str, Any]]:
             "test_size": 100,
         }
     )
-    timit = write_timit(root / "timit", sum(sizes.values()))
+    timit = write_speech(root / "timit", sum(sizes.values()), seconds=3.0, rate=16_000)
     print(f"wrote the data files in {time.perf_counter() - started:.1f} s")
     return {
         "ptb_char": {"data_dir": str(ptb)},
@@ -67,10 +80,7 @@ def build_task(name: str, settings: dict[str, Any], new_process: bool = True) ->
     """The task as a trial builds it, in a new process (no per-process caches) or a reused one,
     and the seconds it took."""
     if new_process:
-        language._read_corpus.cache_clear()
-        babi._read_babi.cache_clear()
-        speech._features.cache_clear()
-        shortest_path.generate_fold.cache_clear()
+        clear_process_caches()
     started = time.perf_counter()
     task = TASKS.get(name).create(settings, batch_size=BATCH, seed=0, device=torch.device("cpu"))
     return task, time.perf_counter() - started

@@ -1,8 +1,13 @@
 """The package's shape, checked where the code changes: import-linter's contracts (layers, what
-reading results may import, no cycles) and modules small enough to hold in one's head."""
+reading results may import, no cycles), modules small enough to hold in one's head, no library's
+private module imported, benchmarks that use only the public names of what they measure, and an
+architecture document whose module names exist."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,3 +41,68 @@ def test_each_subpackage_says_what_it_owns_and_may_import() -> None:
     for package in ("cli", "papers", "run", "results", "spec", "store"):
         docstring = (ROOT / "sweeper" / package / "__init__.py").read_text()
         assert docstring.startswith('"""') and "import" in docstring.lower(), package
+
+
+def _imports(path: Path) -> list[tuple[ast.AST, str, list[str]]]:
+    """Every absolute import of a file: the node, the module, the names taken from it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node, node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(node, alias.name, []) for alias in node.names]
+    return found
+
+
+def _sources(*folders: str) -> list[Path]:
+    return [path for folder in folders for path in (ROOT / folder).rglob("*.py")]
+
+
+def test_no_module_imports_a_librarys_private_module() -> None:
+    ours = ("sweeper", "trainables", "benchmarks", "tests")
+    private = [
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in _sources("sweeper", "trainables", "benchmarks")
+        for _, module, _ in _imports(path)
+        if module.split(".")[0] not in ours and any(part.startswith("_") for part in module.split(".")[1:])
+    ]
+    assert private == []
+
+
+def test_the_benchmarks_use_only_public_names_of_the_service_and_the_trials() -> None:
+    """What the benchmarks import from `sweeper` and `trainables`, and what they read of the
+    modules they import, never starts with an underscore: they measure what a user can call."""
+    private = []
+    for path in _sources("benchmarks"):
+        modules = set()
+        for node, module, names in _imports(path):
+            if module.split(".")[0] not in ("sweeper", "trainables"):
+                continue
+            private += [f"{path.name}: {module}.{name}" for name in names if name.startswith("_")]
+            modules |= {alias.asname or alias.name.split(".")[-1] for alias in node.names}
+        for node in ast.walk(ast.parse(path.read_text())):
+            reads = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            if reads and node.value.id in modules and node.attr.startswith("_"):
+                private.append(f"{path.name}: {node.value.id}.{node.attr}")
+    assert private == []
+
+
+def test_the_architecture_document_names_only_modules_and_names_that_exist() -> None:
+    """Every `sweeper.…` and `trainables.…` the document names is a module, or a name in one."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"\b((?:sweeper|trainables)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)", text))
+    assert len(named) > 30
+    missing = []
+    for dotted in sorted(named):
+        parts = dotted.split(".")
+        value = importlib.import_module(parts[0])
+        for depth, part in enumerate(parts[1:], start=2):
+            if hasattr(value, part):
+                value = getattr(value, part)
+                continue
+            try:
+                value = importlib.import_module(".".join(parts[:depth]))
+            except ModuleNotFoundError:
+                missing.append(dotted)
+                break
+    assert missing == []

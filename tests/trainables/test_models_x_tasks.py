@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.trainables.tasks import corpora
+from tests import corpora
 from trainables.catalog import load_all
 from trainables.registry import MODELS, TASKS
 from trainables.train import train

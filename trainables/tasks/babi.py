@@ -17,7 +17,6 @@ RNN's last step is the true end of its text.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -28,7 +27,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
-from trainables.cache import content_key, file_stamps, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build, process_cache
 from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
 from trainables.registry import register_task
@@ -231,7 +230,7 @@ def load_babi(settings: BabiSettings) -> BabiData:
     )
 
 
-@functools.lru_cache(maxsize=2)
+@process_cache(maxsize=2)
 def _read_babi(
     files: tuple[tuple[int, Path, Path], ...],
     valid_fraction: float,

@@ -16,7 +16,6 @@ files' contents: a changed file gets a new key, so a stale cache is never read.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from trainables.cache import content_key, file_stamps, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build, process_cache
 from trainables.data import (
     PTB_CHAR_FILES,
     PTB_WORD_FILES,
@@ -88,7 +87,7 @@ def load_corpus(task: str, data_dir: Path, names: tuple[str, ...], characters: b
     return _read_corpus(tuple(paths), characters, file_stamps(paths))
 
 
-@functools.lru_cache(maxsize=4)
+@process_cache(maxsize=4)
 def _read_corpus(paths: tuple[Path, ...], characters: bool, stamps: tuple[tuple[int, int], ...]) -> Corpus:
     return load_or_build(
         paths[0].parent,

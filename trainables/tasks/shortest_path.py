@@ -12,7 +12,6 @@ networkx takes; the trial's seed only orders the training minibatches.
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import ClassVar, Literal
 
@@ -22,6 +21,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from trainables.cache import process_cache
 from trainables.registry import register_task
 from trainables.tasks.base import Task
 
@@ -68,7 +68,7 @@ def serialize(graph: nx.Graph, source: int, target: int, rng: random.Random) -> 
     return [*tokens, QUESTION, source, target, ANSWER]
 
 
-@functools.lru_cache(maxsize=6)
+@process_cache(maxsize=6)
 def generate_fold(size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """`size` examples: inputs (L + MAX_PATH, N) and targets (MAX_PATH + 1, N), shared by the
     trials of a process (read, never written).

@@ -22,7 +22,6 @@ process for the trials that reuse it.
 
 from __future__ import annotations
 
-import functools
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from trainables.cache import content_key, file_stamps, load_or_build
+from trainables.cache import content_key, file_stamps, load_or_build, process_cache
 from trainables.data import DataDir, DataError, MissingDataError, check_directory
 from trainables.registry import register_task
 from trainables.tasks.base import Task
@@ -203,7 +202,7 @@ def load_features(settings: TimitSettings) -> Features:
     return _features(splits, Path(settings.data_dir).expanduser(), stamps)
 
 
-@functools.lru_cache(maxsize=2)
+@process_cache(maxsize=2)
 def _features(splits: Splits, data_dir: Path, stamps: tuple[tuple[int, int], ...]) -> Features:
     sizes = ",".join(f"{name}:{len(files)}" for name, files in splits)
     recipe = f"timit features v{FEATURES_VERSION} rate={SAMPLE_RATE} window={WINDOW} hop={HOP} floor={FLOOR} {sizes}"

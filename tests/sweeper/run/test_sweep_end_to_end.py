@@ -329,7 +329,7 @@ def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
 def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(tmp_path):
     """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
     directory preflight checked, relative to where `sweeper launch` ran."""
-    from tests.trainables.tasks import corpora
+    from tests import corpora
 
     corpora.write_ptb(tmp_path / "data" / "ptb")
     raw = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})

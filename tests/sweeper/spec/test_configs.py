@@ -13,7 +13,7 @@ from sweeper.cli import main
 from sweeper.spec.loading import load_spec
 from sweeper.spec.sweep import SweepSpec
 from sweeper.spec.values import IntRange
-from tests.trainables.tasks import corpora
+from tests import corpora
 from trainables.catalog import load_all
 from trainables.registry import TASKS
 from trainables.train import TRAINING

@@ -4,7 +4,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.trainables.tasks import corpora as corpora_module
+from tests import corpora as corpora_module
 
 
 @pytest.fixture(scope="session")
