@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,18 @@ def print_tables(tables: Any, wide: bool = False) -> None:
     target = Console(width=10_000) if wide else console
     for table in tables if isinstance(tables, list) else [tables]:
         target.print(table)
+
+
+def print_verdict(lines: list[str]) -> None:
+    """The verdict's sentences wrapped to the terminal (80 columns when piped); its commands whole,
+    to be copied."""
+    for line in lines:
+        if line.lstrip().startswith("sweeper "):
+            click.echo(line)
+        else:
+            click.echo(
+                textwrap.fill(line, width=console.width, subsequent_indent="  ", break_on_hyphens=False)
+            )
 
 
 class BadInput(click.ClickException):

@@ -16,6 +16,7 @@ from sweeper.cli.common import (
     json_option,
     open_store,
     print_tables,
+    print_verdict,
     storage_option,
     wide_option,
 )
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
 @wide_option
 @json_option
 def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) -> None:
-    """Per study of SWEEP (default: the latest), best first: trials by state and the best value."""
+    """Per study of SWEEP (default: the latest), best first: trials by state and the best value,
+    then the verdict, as the launch ends with it."""
     from sweeper.results.outputs import dumped, sweep_status
-    from sweeper.results.summaries import study_summaries
+    from sweeper.results.summaries import recorded_baseline, study_summaries
     from sweeper.results.tables import status_table
+    from sweeper.results.verdict import verdict
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
@@ -46,6 +49,7 @@ def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) ->
     for summary in summaries:
         if summary.race_stopped:
             click.echo(f"{summary.model}: {summary.race_stopped}")
+    print_verdict(verdict(record, summaries, recorded_baseline(store, record)))
 
 
 @click.command()

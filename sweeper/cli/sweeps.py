@@ -18,6 +18,7 @@ from sweeper.cli.common import (
     find_sweep,
     open_store,
     print_tables,
+    print_verdict,
     read_spec,
     read_submitted_spec,
     refused,
@@ -45,6 +46,11 @@ if TYPE_CHECKING:
 @click.option("--max-trials", type=click.IntRange(min=1), help="Trials per study (overrides budget.trials).")
 @click.option("--time-budget", help="Wall-clock budget per sweep, e.g. 30m or 2h (overrides budget.time).")
 @click.option("--profile", help="Apply a named profile of overrides from each config (e.g. smoke).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="The sweep's seed: its samplers' and its trials' (overrides seed).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan and start nothing.")
 @click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
 @click.option(
@@ -68,6 +74,7 @@ def launch(
     max_trials: int | None,
     time_budget: str | None,
     profile: str | None,
+    seed: int | None,
     dry_run: bool,
     no_gpus: bool,
     warm_from: str | None,
@@ -77,7 +84,7 @@ def launch(
 ) -> None:
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.papers.points import first_points
-    from sweeper.run.launch import register, run_sweep, with_budget, without_gpus
+    from sweeper.run.launch import register, run_sweep, with_budget, with_seed, without_gpus
     from sweeper.run.search.warm_start import warm_start
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.spec.matching import resolve_matching
@@ -94,7 +101,7 @@ def launch(
         except ValueError as exc:
             raise BadInput(f"--time-budget: {exc}") from None
     read = read_submitted_spec if submitted_spec else read_spec
-    specs = [with_budget(read(path, profile), max_trials, seconds) for path in configs]
+    specs = [with_seed(with_budget(read(path, profile), max_trials, seconds), seed) for path in configs]
     if no_gpus:
         try:
             specs = [without_gpus(spec) for spec in specs]
@@ -172,8 +179,7 @@ def print_end(store: Store, end: Any) -> int:
         record = store.get_sweep(end.sweep)
         summaries = study_summaries(store, record)
         print_tables(status_table(record, summaries))
-        for line in verdict(record, summaries, recorded_baseline(store, record)):
-            click.echo(line)
+        print_verdict(verdict(record, summaries, recorded_baseline(store, record)))
         failed = failed or all_failed(summaries)
     except DATABASE_ERRORS:
         click.echo(f"  (no status: the study database {redact(store.url)} is unreachable)")

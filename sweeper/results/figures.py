@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import optuna
+from matplotlib import colormaps
+from matplotlib.colors import LinearSegmentedColormap, to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
@@ -29,9 +31,14 @@ TITLE_WIDTH = 60  # characters per title line at the figures' widths
 
 
 def model_colours(record: SweepRecord) -> dict[str, str]:
-    """Each model of the sweep its colour (tab10, by name), the same in every figure."""
+    """Each model of the sweep its colour, by name, the same in every figure: tab10's but its grey
+    (tab20's past nine models) as hex, never the style's cycle ("C3"), which Optuna's plots switch to
+    ggplot's seven colours, so that two of eight models shared one."""
     models = sorted({s.model for s in record.studies})
-    return {model: f"C{index % 10}" for index, model in enumerate(models)}
+    palette = [c for i, c in enumerate(colormaps["tab10"].colors) if i != 7]  # grey is the baseline's
+    if len(models) > len(palette):
+        palette = list(colormaps["tab20"].colors)
+    return {model: to_hex(palette[index % len(palette)]) for index, model in enumerate(models)}
 
 
 def task_title(record: SweepRecord) -> str:
@@ -122,20 +129,37 @@ def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None
         return None
     for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
         ax.set_ylabel(metric)
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(NullFormatter())  # over less than a decade they collide
+        values = [v for line in ax.get_lines() for v in line.get_ydata() if v > 0]
+        if values and max(values) >= 10 * min(values):  # a log axis within a decade has no labels
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(NullFormatter())  # over about a decade they collide
         if ax.get_lines():
             ax.legend()
+        else:
+            ax.text(0.5, 0.5, f"no model reported {metric}", ha="center", va="center", transform=ax.transAxes)
     axes[-1].set_xlabel("iteration")
     figure.suptitle(wrapped(f"{task_title(record)}: orthogonality and Neumann condition"))
     return figure
 
 
+def shades(colour: str) -> LinearSegmentedColormap:
+    """A colour map from a pale tint of `colour` to `colour`: trial order in the model's own hue."""
+    pale = tuple(0.85 + 0.15 * c for c in to_rgb(colour))
+    return LinearSegmentedColormap.from_list(f"shades of {colour}", [pale, colour])
+
+
 def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
     """Optuna's optimization history, parameter importances and slice plot of each study."""
+    with warnings.catch_warnings():  # Optuna's plots are experimental, and say so for every study
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # a parameter drawn at one value has a slice of zero width, which matplotlib widens itself
+        warnings.filterwarnings("ignore", "Attempting to set identical low and high xlims", UserWarning)
+        return _study_figures(store, record)
+
+
+def _study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
     from optuna.visualization import matplotlib as plots
 
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     figures: dict[str, Any] = {}
     colours = model_colours(record)
     for study_record in record.studies:
@@ -147,6 +171,9 @@ def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
         history = plots.plot_optimization_history(study)
         for points in history.collections:
             points.set_color(colour)
+        for line in history.get_lines():  # the best value so far, red in Optuna's plot
+            line.set_color(colour)
+        history.legend(loc="upper left", bbox_to_anchor=(1.05, 1.0))
         _titled(history, f"{model}: optimization history ({record.name})")
         figures[f"history-{model}"] = _laid_out(history.figure)
         if len(complete) >= 2 and any(t.params for t in complete):
@@ -158,6 +185,8 @@ def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
             axes = np.ravel(plots.plot_slice(study))
             for ax in axes:
                 ax.tick_params(axis="x", labelrotation=30)
+                for points in ax.collections:  # coloured by trial number, in the model's hue
+                    points.set_cmap(shades(colour))
             slices = axes[0].figure
             slices.suptitle(wrapped(f"{model}: objective by hyperparameter ({record.name})"))
             figures[f"slice-{model}"] = _laid_out(slices)

@@ -63,12 +63,13 @@ def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float 
                 f"{s.model}: all {s.counts['FAIL']} trials failed; most often ({times}×): {reason.splitlines()[0]}"
             )
     name = record.name
-    lines += [
-        "next:",
-        f"  sweeper summarize {name}              # each model's best hyperparameters and size",
-        f"  sweeper confirm {name} --seeds 3      # retrain each best configuration on fresh seeds",
-        f"  sweeper report {name}                 # beside the papers' tables, with figures",
-        f"  sweeper ui {name}                     # the runs in MLflow",
-        f"  sweeper best {name} --out best        # each model's best trained network",
-    ]
+    commands = {
+        f"sweeper summarize {name}": "best hyperparameters and sizes",
+        f"sweeper confirm {name} --seeds 3": "the bests retrained on fresh seeds",
+        f"sweeper report {name}": "beside the papers, with figures",
+        f"sweeper ui {name}": "the runs in MLflow",
+        f"sweeper best {name} --out best": "the best trained networks",
+    }
+    width = max(map(len, commands)) + 2
+    lines += ["next:", *(f"  {command:<{width}}# {why}" for command, why in commands.items())]
     return lines

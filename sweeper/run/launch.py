@@ -85,6 +85,13 @@ def with_budget(spec: SweepSpec, max_trials: int | None, time_budget: float | No
     return spec.model_copy(update={"budget": spec.budget.model_copy(update=update)})
 
 
+def with_seed(spec: SweepSpec, seed: int | None) -> SweepSpec:
+    """The spec with the command line's seed (its samplers' and its trials'), stored with the sweep."""
+    if seed is None:
+        return spec
+    return spec.model_copy(update={"seed": seed, "sampler": spec.sampler.model_copy(update={"seed": None})})
+
+
 def without_gpus(spec: SweepSpec) -> SweepSpec:
     """The spec with every trial on the CPU (`--no-gpus`), validated again: `kernel: fused` needs a GPU."""
     resources = spec.resources.model_dump()

@@ -281,6 +281,9 @@ def overlapping_texts(figure) -> list[tuple[str, str]]:
     return [(a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2) if box_a.overlaps(box_b)]
 
 
+MODELS_OF_THE_PAPERS = ("lstm", "gru", "eurnn", "goru", "goru_noreset", "goru_noupdate", "scornn", "ncgru")
+
+
 def every_figure(store, record) -> dict:
     client = SimpleNamespace(
         get_metric_history=lambda run_id, metric: [
@@ -310,24 +313,70 @@ def test_no_figure_has_overlapping_text_or_text_outside_it(handmade):
         assert not any("{" in title for title in titles), (name, titles)
 
 
-def test_each_model_has_one_colour_in_every_figure(handmade):
-    from matplotlib.colors import to_hex
+def test_each_model_has_one_colour_of_its_own_in_every_figure(handmade):
+    """Every line, point and bar of a model is its colour, distinct from every other model's, and
+    not the style's: Optuna's plots switch matplotlib to ggplot, whose cycle has seven colours."""
+    import colorsys
 
+    from matplotlib import style
+    from matplotlib.colors import to_hex, to_rgb
+
+    from sweeper.results.figures import model_colours
+
+    eight = SimpleNamespace(studies=[SimpleNamespace(model=m) for m in MODELS_OF_THE_PAPERS])
+    with style.context("ggplot"):
+        assert len(set(model_colours(eight).values())) == 8
     _, store, record = handmade
+    colours = model_colours(record)
     figures = every_figure(store, record)
-    for model in ("lstm", "gru"):
-        (curve,) = [
-            line
-            for line in figures["learning-curves"].axes[0].get_lines()
-            if line.get_label().startswith(model)
-        ]
-        colour = to_hex(curve.get_color())
+    for line in figures["learning-curves"].axes[0].get_lines():
+        model = line.get_label().split(" ")[0]
+        assert to_hex(line.get_color()) == colours.get(model, "#808080"), line.get_label()
+    for line in figures["diagnostics"].axes[0].get_lines():
+        assert to_hex(line.get_color()) == colours[line.get_label()]
+
+    def same_hue(colour, model_colour) -> bool:
+        """Of the model's hue, or a neutral grey (Optuna's slice plot greys out pruned trials)."""
+        h, _, saturation = colorsys.rgb_to_hls(*to_rgb(colour))
+        return saturation < 0.05 or abs(h - colorsys.rgb_to_hls(*to_rgb(model_colour))[0]) < 0.02
+
+    for model, colour in colours.items():
         history = figures[f"history-{model}"].axes[0]
         assert {to_hex(c) for c in history.collections[0].get_facecolors()} == {colour}
+        assert {to_hex(line.get_color()) for line in history.get_lines()} == {colour}  # the best so far
         assert {to_hex(bar.get_facecolor()) for bar in figures[f"importances-{model}"].axes[0].patches} == {
             colour
         }
-    assert len({to_hex(line.get_color()) for line in figures["learning-curves"].axes[0].get_lines()}) == 3
+        for ax in figures[f"slice-{model}"].axes:
+            for points in ax.collections:
+                points.figure.canvas.draw()
+                assert all(same_hue(c[:3], colour) for c in points.get_facecolors()), model
+    assert len(set(colours.values())) == len(colours)
+
+
+def test_every_axis_of_every_figure_shows_its_values(handmade):
+    """Tick labels on every axis (or on the axis it shares), the log axes of the diagnostics
+    included: a log axis within a decade has no major tick, so it is drawn linear."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    _, store, record = handmade
+    for name, figure in every_figure(store, record).items():
+        FigureCanvasAgg(figure).draw()
+        for ax in figure.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            for axis, shared in ((ax.xaxis, ax.get_shared_x_axes()), (ax.yaxis, ax.get_shared_y_axes())):
+                low, high = sorted(axis.get_view_interval())
+                siblings = [getattr(a, axis.axis_name + "axis") for a in shared.get_siblings(ax)]
+                shown = {  # labels drawn: visible, with text, at a tick inside the axis's view
+                    label.get_text()
+                    for sibling in siblings
+                    for tick, label in zip(
+                        sibling.get_majorticklocs(), sibling.get_ticklabels(), strict=False
+                    )
+                    if label.get_visible() and label.get_text() and low <= tick <= high
+                }
+                assert len(shown) >= 2, (name, axis.axis_name, ax.get_ylabel())
 
 
 def test_the_report_is_ranked_counts_compute_and_opens_as_one_html_file(handmade, tmp_path):

@@ -8,7 +8,8 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
-from sweeper.run.launch import create_sweep, with_budget
+from sweeper.run.launch import create_sweep, with_budget, with_seed
+from sweeper.run.search.samplers import make_sampler
 from sweeper.run.search.repair import reconcile
 from sweeper.run.tune.runtime import _BudgetStopper
 from sweeper.spec.loading import parse_spec
@@ -30,6 +31,18 @@ def test_command_line_budgets_override_the_spec():
     changed = with_budget(spec(), 9, 120.0)
     assert (changed.budget.trials, changed.budget.time) == (9, 120.0)
     assert with_budget(spec(), None, None) == spec()
+
+
+def test_the_command_lines_seed_seeds_the_samplers_and_the_trials():
+    seeded = spec().model_copy(update={"sampler": spec().sampler.model_copy(update={"seed": 7})})
+    other = with_seed(seeded, 3)
+    assert other.seed == 3 and other.sampler.seed is None  # the sampler's follows the sweep's
+    assert with_seed(seeded, None) == seeded
+
+    def first_draw(sweep) -> float:
+        return optuna.create_study(sampler=make_sampler(sweep, "gru", 0)).ask().suggest_float("x", 0, 1)
+
+    assert first_draw(with_seed(spec(), 3)) == first_draw(other) != first_draw(seeded)
 
 
 def test_stopper_ends_the_run_when_time_is_spent_or_a_stop_was_asked():

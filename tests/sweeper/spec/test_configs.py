@@ -19,7 +19,8 @@ from trainables.registry import TASKS
 from trainables.train import TRAINING
 
 CONFIGS = sorted((Path(__file__).parents[3] / "configs").glob("*.yaml"))
-SMOKE_MAX_ITERATIONS = 200
+SMOKE_MAX_ITERATIONS = 200  # of a task without a sequence length
+SMOKE_MAX_STEPS = 10_000  # time steps a smoke trial trains on a sequence task: iterations × T
 SMOKE_MAX_T = 50
 SMOKE_MAX_HIDDEN = 32
 
@@ -105,7 +106,13 @@ def test_the_generated_tasks_are_found():
 @pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
 def test_generated_task_smoke_trials_are_short(path):
     spec = load_spec(path, "smoke")
-    assert spec.task.settings.get("T", 0) <= SMOKE_MAX_T
+    length = spec.task.settings.get("T", 0)
+    assert length <= SMOKE_MAX_T
     for model in spec.models:
         iterations = spec.space(model).get("iterations", TRAINING["iterations"].default)
-        assert upper(iterations) <= SMOKE_MAX_ITERATIONS, f"{model}: iterations {iterations}"
+        if length:
+            assert upper(iterations) * length <= SMOKE_MAX_STEPS, (
+                f"{model}: iterations {iterations}, T {length}"
+            )
+        else:
+            assert upper(iterations) <= SMOKE_MAX_ITERATIONS, f"{model}: iterations {iterations}"
