@@ -9,8 +9,8 @@ import yaml
 from optuna.trial import TrialState
 
 from sweeper.run.launch import create_sweep, with_budget, with_seed
-from sweeper.run.search.samplers import make_sampler
 from sweeper.run.search.repair import reconcile
+from sweeper.run.search.samplers import make_sampler
 from sweeper.run.tune.runtime import _BudgetStopper
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.plan import plan_text
