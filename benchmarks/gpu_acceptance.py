@@ -15,7 +15,9 @@ timing holds a compilation.
 
 `--cpu-check` runs the whole plan at tiny shapes on the CPU under TRITON_INTERPRET=1 and writes
 the same JSON shape (its times measure the interpreter, not a GPU); the grids are planned for a
-132-SM H100 either way.
+132-SM H100 either way. It runs in one process: the kernel tests through `pytest.main`, each
+`sweeper train` through the command's own code (Click's runner), the packed trials one after
+another; on a GPU each of those is a process of its own, so that each trial has the device alone.
 """
 
 from __future__ import annotations
@@ -78,9 +80,17 @@ def warm(setup: sections.Setup, part: int, parts: int) -> None:
 
 
 def compile_all(setup: sections.Setup, command: list[str]) -> dict:
-    """Fill Triton's on-disk cache from parallel processes, so the timed runs load, not compile."""
+    """Fill Triton's on-disk cache from parallel processes, so the timed runs load, not compile
+    (in this process under `--cpu-check`, whose interpreter compiles nothing)."""
     parts = max(1, min(8, (os.cpu_count() or 2) // 2)) if setup.cuda else 1
     started = time.perf_counter()
+    if not setup.cuda:
+        failures = []
+        try:
+            warm(setup, 0, 1)
+        except Exception as exc:  # the JSON says what failed; the plan goes on
+            failures.append(f"{type(exc).__name__}: {exc}")
+        return {"processes": 0, "seconds": time.perf_counter() - started, "failures": failures}
     warming = [[*command, "--warm", f"{part}/{parts}"] for part in range(parts)]
     processes = [
         subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -105,6 +115,24 @@ def sweeper_train(model: str, setup: sections.Setup, iterations: int, extra: dic
     return command
 
 
+def run_commands(setup: sections.Setup, commands: list[list[str]]) -> list[tuple[int, str]]:
+    """Each `sweeper train` command's exit code and output: run at once, each in its process, on a
+    GPU; one after another in this process under `--cpu-check`."""
+    if setup.cuda:
+        running = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in commands]  # fmt: skip
+        outputs = [process.communicate()[0] for process in running]
+        return [(process.returncode, output) for process, output in zip(running, outputs, strict=True)]
+    from click.testing import CliRunner
+
+    from sweeper.cli import main as sweeper_main
+
+    results = []
+    for command in commands:
+        done = CliRunner().invoke(sweeper_main, command[command.index("train") :])
+        results.append((done.exit_code, done.output))
+    return results
+
+
 def ms_per_iteration(output: str, iterations: int) -> float:
     """Between the run's two reports (one evaluation included): the steady loop, start-up excluded."""
     reports = [paper_trial.last_report(line) for line in output.splitlines() if line.startswith("step ")]
@@ -127,10 +155,8 @@ def trials(setup: sections.Setup) -> list[dict]:
         started = time.perf_counter()
         batch = models[first : first + at_once]
         commands = [sweeper_train(m, setup, setup.trial_iterations, {"kernel": "fused"} if setup.tiny and m not in ("gru", "lstm") else {}) for m in batch]  # fmt: skip
-        running = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in commands]  # fmt: skip
-        for model, process in zip(batch, running, strict=True):
-            output = process.communicate()[0]
-            outputs[model] = (process.returncode, output, time.perf_counter() - started)
+        for model, (code, output) in zip(batch, run_commands(setup, commands), strict=True):
+            outputs[model] = (code, output, time.perf_counter() - started)
     rows: list[dict] = []
     for model in models:
         code, output, process_s = outputs[model]
@@ -158,14 +184,11 @@ def packing(setup: sections.Setup) -> list[dict]:
             started = time.perf_counter()
             kernel = {"kernel": "fused"} if setup.tiny and model == "goru" else {}
             command = sweeper_train(model, setup, setup.packing_iterations, kernel)
-            processes = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(per_gpu)]  # fmt: skip
-            outputs = [process.communicate()[0] for process in processes]
-            if any(process.returncode for process in processes):
+            done = run_commands(setup, [command] * per_gpu)
+            if any(code for code, _ in done):
                 rows.append({"model": model, "per_gpu": per_gpu, "error": "a trial failed"})
                 continue
-            loops = [
-                float(paper_trial.last_report(out.strip().splitlines()[-1])["wall_time"]) for out in outputs
-            ]
+            loops = [float(paper_trial.last_report(output)["wall_time"]) for _, output in done]
             wall = time.perf_counter() - started
             rows.append({
                 "model": model, "per_gpu": per_gpu, "iterations": setup.packing_iterations,

@@ -286,15 +286,39 @@ def grids(setup: Setup) -> list[dict]:
     return rows
 
 
+KERNEL_TEST_FILES = [
+    "tests/trainables/models/scans/test_fused.py",
+    "tests/trainables/models/scans/test_plan.py",
+    "tests/trainables/test_gpu_memory.py",
+]
+
+
+def _junit_totals(report: Path) -> dict[str, int]:
+    import xml.etree.ElementTree as ElementTree
+
+    suite = ElementTree.parse(report).getroot().find("testsuite")
+    report.unlink()
+    return {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
+
+
 def kernel_tests(setup: Setup, out: Path) -> dict:
-    """The kernel tests on this device (SWEEPER_TEST_DEVICE), split over parallel pytest processes."""
-    env = {**os.environ, "SWEEPER_TEST_DEVICE": str(setup.device)}
-    files = [
-        "tests/trainables/models/scans/test_fused.py",
-        "tests/trainables/models/scans/test_plan.py",
-        "tests/trainables/test_gpu_memory.py",
-    ]
+    """The kernel tests on this device (SWEEPER_TEST_DEVICE): split over parallel pytest processes
+    on a GPU, in this process (`pytest.main`) in the interpreter."""
     selection = ["-k", setup.tests_filter] if setup.tests_filter else []
+    if not setup.cuda:
+        import pytest
+
+        started = time.perf_counter()
+        report = out / "tests.xml"
+        code = pytest.main([*ONE_PROCESS, "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *selection, *KERNEL_TEST_FILES])  # fmt: skip
+        totals = _junit_totals(report)
+        return {
+            "device": str(setup.device), "collected": totals["tests"], "processes": 0, **totals,
+            "passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
+            "seconds": time.perf_counter() - started, "failure_output": [] if code == 0 else [f"pytest exit {code}"],
+        }  # fmt: skip
+    env = {**os.environ, "SWEEPER_TEST_DEVICE": str(setup.device)}
+    files = KERNEL_TEST_FILES
     listed = subprocess.run([sys.executable, "-m", "pytest", *ONE_PROCESS, "--collect-only", "-q", *selection, *files], capture_output=True, text=True, cwd=ROOT, env=env, check=False)  # fmt: skip
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
     workers = max(1, min(len(ids), (os.cpu_count() or 2) // 2, 8)) if setup.cuda else 1
@@ -319,14 +343,9 @@ def kernel_tests(setup: Setup, out: Path) -> dict:
     failed_output = []
     for process, report in runs:
         output, _ = process.communicate()
-        xml = report
-        if xml.exists():
-            import xml.etree.ElementTree as ElementTree
-
-            suite = ElementTree.parse(xml).getroot().find("testsuite")
-            for key in totals:
-                totals[key] += int(suite.get(key, 0))
-            xml.unlink()
+        if report.exists():
+            for key, value in _junit_totals(report).items():
+                totals[key] += value
         if process.returncode != 0:
             failed_output.append(output[-3000:])
     return {
