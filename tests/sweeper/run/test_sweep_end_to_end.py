@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -204,8 +205,13 @@ def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sweep denoise-1: finished" in result.stdout
     assert (tmp_path / "sweeps" / "sweeper.db").is_file() and (tmp_path / "sweeps" / "mlflow.db").is_file()
+    verdict = result.stdout[result.stdout.index("winner") :].strip()
+    below = re.search(r"\(([\d.]+)%\) lower than the task's memoryless baseline", verdict)
+    assert below and float(below.group(1)) >= 20, verdict  # the winner learned: at most 0.8x the baseline
+    assert "Warning" not in result.stdout + result.stderr
     status = run_cli(["status"], tmp_path)
     assert "denoise-1 (finished)" in status.stdout
+    assert status.stdout.strip().endswith(verdict)  # status ends with the launch's verdict
 
 
 def test_each_study_keeps_its_best_trials_weights_and_a_run_continues_from_them(finished_sweep, tmp_path):
