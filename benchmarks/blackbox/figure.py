@@ -19,6 +19,8 @@ def anytime_figure(
 ) -> None:
     import matplotlib
 
+    from benchmarks.blackbox.replay import paired
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -30,15 +32,10 @@ def anytime_figure(
         models = tuple(table.curves[task])
         for c, workers in enumerate(args.workers):
             ax = axes[r][c]
-            lines = {
-                s: [
-                    timeline(Trace(**t), models)
-                    for t in traces
-                    if (t["task"], t["strategy"], t["workers"]) == (task, s, workers)
-                    and t["seed"] < args.seeds
-                ]
-                for s in args.strategies
-            }
+            sweeps = paired(traces, task, workers, args)
+            if not sweeps:
+                continue
+            lines = {s: [timeline(Trace(**t), models) for t in mine] for s, mine in sweeps.items()}
             longest = max((line.total_hours for mine in lines.values() for line in mine), default=1.0)
             grid = np.linspace(0, longest, 200)
             for strategy, mine in lines.items():

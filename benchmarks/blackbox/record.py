@@ -24,6 +24,7 @@ naming what differs, unless `--new-code-version` says the runs may be mixed.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import multiprocessing
 import os
@@ -32,6 +33,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,7 +126,7 @@ def _machine() -> str:
 def version_index(table: tables.Table, version: dict[str, Any], allow_new: bool) -> int:
     """The table's entry for this code version, added when new; refused when the table holds runs
     of other training code and `allow_new` is not set."""
-    same = ("trainables", "device", "torch")
+    same = ("trainables", "device", "torch", "machine")  # a clock in CPU seconds is its machine's
     for index, known in enumerate(table.versions):
         if all(known[k] == version[k] for k in same):
             return index
@@ -137,12 +141,12 @@ def version_index(table: tables.Table, version: dict[str, Any], allow_new: bool)
             if last["files"].get(f) != version["files"].get(f)
         )
         differences = [
-            f"{k}: {last[k]} -> {version[k]}" for k in ("device", "torch") if last[k] != version[k]
+            f"{k}: {last[k]} -> {version[k]}" for k in ("device", "torch", "machine") if last[k] != version[k]
         ]
         if changed:
             differences.append("changed since: " + ", ".join(changed))
         raise tables.TableMismatch(
-            "the table was recorded by other training code (" + "; ".join(differences) + "); "
+            "the table was recorded by other training code or elsewhere (" + "; ".join(differences) + "); "
             "check that its curves still hold and pass --new-code-version to record beside them"
         )
     table.versions.append(version)
@@ -174,13 +178,28 @@ def new_table(settings: Settings, configs: int, seeds: int) -> tables.Table:
 
 
 def extended(table: tables.Table, configs: int, seeds: int) -> tables.Table:
-    """The table with its Sobol design extended to `configs` points and `seeds` seeds."""
-    from benchmarks.blackbox.design import base_spec, sobol_design
+    """The table with its Sobol design extended to `configs` points and `seeds` seeds, refused
+    where the benchmark's space or papers' points have changed since the design was drawn."""
+    from benchmarks.blackbox.design import base_spec, paper_design, sobol_design, space_text
 
     seeds = max(seeds, table.seeds)
+    specs = {task: base_spec(task, table.settings) for task in table.curves}
+    tables.check_spaces(
+        table, {t: {m: space_text(specs[t], m) for m in models} for t, models in table.curves.items()}
+    )
     for task, models in table.curves.items():
-        spec = base_spec(task, table.settings)
+        spec = specs[task]
         for model, curves in models.items():
+            papers = [{"label": d.label, "params": d.params} for d in paper_design(spec, model)]
+            recorded = [
+                {"label": d["label"], "params": d["params"]}
+                for d, p in zip(curves.designs, curves.paper, strict=True)
+                if p
+            ]
+            if papers != recorded:
+                raise tables.TableMismatch(
+                    f"{task}/{model}: the papers' points changed since the table's design"
+                )
             have = sum(not p for p in curves.paper)
             more = sobol_design(spec, model, configs, offset=have) if configs > have else []
             designs = curves.designs + [
@@ -245,10 +264,6 @@ def run_one(run: Run, config: dict[str, Any], objective: str) -> Outcome:
     return Outcome(run, tables.COMPLETE, values, seconds, wall, clock())
 
 
-def _run_job(job: tuple[Run, dict[str, Any], str]) -> Outcome:
-    return run_one(*job)
-
-
 def store(table: tables.Table, outcome: Outcome, version: int) -> None:
     run = outcome.run
     curves = table.curves[run.task][run.model]
@@ -265,6 +280,16 @@ def store(table: tables.Table, outcome: Outcome, version: int) -> None:
 
 def record(args: argparse.Namespace) -> int:
     folder: Path = args.table
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".recording").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise tables.TableMismatch(f"another recorder is writing {folder}") from None
+        return _record(args, folder)
+
+
+def _record(args: argparse.Namespace, folder: Path) -> int:
     asked = {
         k: v for k, v in (("iterations", args.iterations), ("eval_every", args.eval_every)) if v is not None
     }
@@ -286,17 +311,24 @@ def record(args: argparse.Namespace) -> int:
         f"{len(runs)} runs to record in {folder.name}/ with {processes} processes on {table.versions[version]['device']}"
     )
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
-    started, done = time.monotonic(), 0
-    context = multiprocessing.get_context("spawn")
-    pool = context.Pool(processes, initializer=_start_worker, initargs=(args.device,))
-    jobs = [
-        (run, table.curves[run.task][run.model].designs[run.index]["config"], table.objective_name)
+    started, done, code = time.monotonic(), 0, 0
+    pool = ProcessPoolExecutor(
+        processes,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(args.device,),
+    )
+    futures = [
+        pool.submit(
+            run_one, run, table.curves[run.task][run.model].designs[run.index]["config"], table.objective_name
+        )
         for run in runs
     ]
     try:
-        outcomes = pool.imap_unordered(_run_job, jobs)
-        for _ in jobs:
-            outcome = outcomes.next(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for future in as_completed(
+            futures, None if deadline is None else max(0.0, deadline - time.monotonic())
+        ):
+            outcome = future.result()
             store(table, outcome, version)
             tables.write(table, folder)
             done += 1
@@ -306,17 +338,21 @@ def record(args: argparse.Namespace) -> int:
                 f"{outcome.wall[-1] if outcome.wall else 0:.0f} s",
                 flush=True,
             )
-    except multiprocessing.TimeoutError:
+    except FuturesTimeout:
         print(f"--minutes {args.minutes} reached: runs still training are left for the next recorder")
+    except BrokenProcessPool:
+        print("a worker process died (out of memory?): the runs left are for the next recorder")
+        code = 1
     except KeyboardInterrupt:
         print("stopped: every finished run is in the table")
     finally:
-        pool.terminate()
-        pool.join()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
     hours = (time.monotonic() - started) / 3600
     print(f"recorded {done} runs in {hours * 60:.1f} min ({done / max(hours, 1e-9):.0f} runs/hour)")
     print(status_text(table))
-    return 0
+    return code
 
 
 def _sobol_count(table: tables.Table) -> int:

@@ -1,11 +1,15 @@
 """Replay search strategies against the recorded table and judge them (`verdicts`).
 
 Each (task, strategy, W, seed) is one sweep of the service's own search on the simulated clock
-(`simulator`); seeds are paired across strategies (the same sampler seed, the same draws of
-recorded seeds). A warm-started strategy starts from the random sweep of the next seed at the
-same W, replayed in the same process. Sweeps run in `--jobs` processes and each finished one is
-appended to a log under --work, named by the table's digest and the replay's settings: a rerun
-goes on from there, and a grown table starts afresh.
+(`simulator`). Seeds are paired across strategies: seed k seeds every strategy's samplers alike,
+so their random draws (random search's, and TPE's and GP's first ones) take the same recorded
+configurations; the recorded training seeds are drawn per trial, as the strategies' trials
+differ. A warm-started strategy starts from the random sweep of the next seed at the same W,
+replayed in the same process (its trials read the same table, and their cost is not counted).
+Sweeps run in `--jobs` processes and each finished one is appended to a log under --work, in a
+folder named by the table's content, the replayed code (this package, the service's search,
+Optuna's and Ray's versions) and the replay's settings, which holds the copy of the table every
+process reads: a rerun goes on from there, and a grown table or changed code starts afresh.
 
     python -m benchmarks.blackbox.replay --strategies random default       # the goal's comparison
     python -m benchmarks.blackbox.replay                                   # every strategy
@@ -18,7 +22,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import multiprocessing
+import shlex
 import sys
 import tempfile
 import time
@@ -32,7 +38,7 @@ import yaml
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
 from benchmarks.blackbox.strategies import STRATEGIES
-from benchmarks.blackbox.verdicts import Timeline, goal, ground_truth, judge, timeline
+from benchmarks.blackbox.verdicts import goal, ground_truth, judge, timeline
 
 Job = tuple[str, str, int, int]  # task, strategy, workers, seed
 _STATE: dict[str, Any] = {}
@@ -48,10 +54,10 @@ def load(folder: Path, iterations: int | None) -> tables.Table:
         for task, models in table.curves.items()
     }
     tables.check_spaces(table, spaces)
-    devices = table.devices()
-    if len(devices) > 1:
+    clocks = table.clocks()
+    if len(clocks) > 1:
         raise tables.TableMismatch(
-            f"the table mixes devices ({', '.join(sorted(devices))}): its clocks differ"
+            f"the table's runs were timed on {' and '.join(sorted(clocks))}: their clocks differ"
         )
     return table if iterations is None else tables.truncated(table, iterations)
 
@@ -71,16 +77,20 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
 
     task, strategy, workers, seed = job
     table: tables.Table = _STATE["table"]
-    snappers = _STATE["snappers"].get(task)
     extra = {} if strategy == "random" else overrides
     earlier = None
     if STRATEGIES[strategy].warm:
-        source = Replay(table, task, "random", seed + 1, workers, trials, snappers=snappers)
+        source = Replay(table, task, "random", seed + 1, workers, trials, snappers=_snappers(task, {}))
         source.run()
         earlier = source.studies
-    sweep = Replay(table, task, strategy, seed, workers, trials, earlier, snappers, **extra)
-    _STATE["snappers"][task] = sweep.snappers
+    sweep = Replay(table, task, strategy, seed, workers, trials, earlier, _snappers(task, extra), **extra)
+    _STATE["snappers"][(task, json.dumps(extra, sort_keys=True))] = sweep.snappers
     return asdict(sweep.run())
+
+
+def _snappers(task: str, extra: dict[str, Any]) -> Any:
+    """The snappers built for the same task and spec overrides in this process, if any."""
+    return _STATE["snappers"].get((task, json.dumps(extra, sort_keys=True)))
 
 
 def _replay_job(args: tuple[Job, int, dict[str, Any]]) -> dict[str, Any]:
@@ -99,18 +109,52 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def work_folder(args: argparse.Namespace) -> Path:
-    """Where this replay's sweeps are logged: one folder per table content and replay settings."""
-    digest = hashlib.sha256((args.table / tables.CURVES).read_bytes())
+REPLAYED_CODE = ("benchmarks/blackbox", "sweeper/run", "sweeper/spec", "sweeper/papers")
+
+
+def code_digest() -> str:
+    """What a replayed sweep depends on besides the table: this package, the service's search,
+    spec and papers' points, Optuna and Ray."""
+    import optuna
+    import ray
+
+    digest = hashlib.sha256(f"optuna {optuna.__version__} ray {ray.__version__}".encode())
+    for folder in REPLAYED_CODE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def snapshot(args: argparse.Namespace) -> Path:
+    """The work folder of this table, code and replay settings, holding a copy of the table that
+    every process of the replay reads: a recorder may rewrite the table meanwhile."""
+    files = {name: (args.table / name).read_bytes() for name in (tables.META, tables.CURVES)}
+    digest = hashlib.sha256(b"".join(files.values()) + code_digest().encode())
     digest.update(json.dumps([args.trials, args.iterations, args.overrides], sort_keys=True).encode())
-    return args.work / digest.hexdigest()[:16]
+    folder = args.work / digest.hexdigest()[:16]
+    copy = folder / "table"
+    copy.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        if not (copy / name).exists():
+            (copy / f".{name}").write_bytes(data)
+            (copy / f".{name}").replace(copy / name)
+    return folder
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    folder = work_folder(args)
-    folder.mkdir(parents=True, exist_ok=True)
+def read_log(log: Path) -> list[dict[str, Any]]:
+    """The sweeps a log holds; a last line cut short by a stopped replay is left out."""
+    traces = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        try:
+            traces.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return traces
+
+
+def run(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
     log = folder / "sweeps.jsonl"
-    traces = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    traces = read_log(log)
     done = {(t["task"], t["strategy"], t["workers"], t["seed"]) for t in traces}
     jobs = [
         (task, strategy, workers, seed)
@@ -126,7 +170,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     with (
-        context.Pool(args.jobs, initializer=_start, initargs=(args.table, args.iterations)) as pool,
+        context.Pool(args.jobs, initializer=_start, initargs=(folder / "table", args.iterations)) as pool,
         log.open("a") as out,
     ):
         for n, trace in enumerate(
@@ -138,6 +182,26 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             if n % 50 == 0 or n == len(jobs):
                 print(f"{n}/{len(jobs)} sweeps, {time.monotonic() - started:.0f} s", flush=True)
     return traces
+
+
+def paired(
+    traces: list[dict[str, Any]], task: str, workers: int, args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]]:
+    """Each strategy's sweeps at one (task, W), on the seeds every strategy has run (below
+    --seeds), in seed order: the k-th sweep of each strategy is seed k's."""
+    by_seed = {
+        strategy: {
+            t["seed"]: t
+            for t in traces
+            if (t["task"], t["strategy"], t["workers"]) == (task, strategy, workers)
+            and t["seed"] < args.seeds
+        }
+        for strategy in args.strategies
+    }
+    seeds = sorted(set.intersection(*(set(mine) for mine in by_seed.values())))
+    if not seeds:
+        return {}
+    return {strategy: [mine[seed] for seed in seeds] for strategy, mine in by_seed.items()}
 
 
 def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tables.Table) -> dict[str, Any]:
@@ -152,26 +216,21 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
             "truth": {
                 "winner": truth.winner,
                 "co_winners": list(truth.co_winners),
-                "best": truth.best,
+                "best": {m: (v if math.isfinite(v) else None) for m, v in truth.best.items()},
                 "noise": truth.noise,
                 "margin": truth.margin,
             },
         }
         for workers in args.workers:
-            lines: dict[str, list[Timeline]] = {}
-            searcher: dict[str, float] = {}
-            for strategy in args.strategies:
-                mine = sorted(
-                    (
-                        t
-                        for t in traces
-                        if (t["task"], t["strategy"], t["workers"]) == (task, strategy, workers)
-                    ),
-                    key=lambda t: t["seed"],
-                )[: args.seeds]
-                lines[strategy] = [timeline(Trace(**t), models) for t in mine]
-                searcher[strategy] = sum(t["searcher_seconds"] for t in mine) / max(len(mine), 1)
+            sweeps = paired(traces, task, workers, args)
+            if not sweeps:
+                continue
+            lines = {
+                strategy: [timeline(Trace(**t), models) for t in mine] for strategy, mine in sweeps.items()
+            }
+            searcher = {s: sum(t["searcher_seconds"] for t in mine) / len(mine) for s, mine in sweeps.items()}
             verdict = judge(lines, truth)
+            verdict["seeds"] = len(sweeps["random"])
             for strategy, seconds in searcher.items():
                 verdict["strategies"][strategy]["searcher_seconds_per_sweep"] = seconds
             entry[f"W={workers}"] = verdict
@@ -183,13 +242,17 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
 def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
     for task, entry in result.items():
         truth = entry["truth"]
-        best = ", ".join(f"{m} {v:.4f}" for m, v in sorted(truth["best"].items(), key=lambda kv: kv[1]))
+        ranked = sorted(truth["best"].items(), key=lambda kv: math.inf if kv[1] is None else kv[1])
+        best = ", ".join(f"{m} {_num(v, 4)}" for m, v in ranked)
         print(
             f"\n{task}: right winner {' or '.join(truth['co_winners'])} (best per model: {best}; "
             f"seed noise {truth['noise']:.4f}, co-winners within {truth['margin']:.4f})"
         )
         for workers in args.workers:
-            verdict = entry[f"W={workers}"]
+            verdict = entry.get(f"W={workers}")
+            if verdict is None:
+                print(f"  W={workers}: no sweep replayed on every strategy's seeds")
+                continue
             budget = verdict["B_hours"]
             shown_b = "never (random is not 90% right)" if budget is None else f"{budget:.2f} worker-hours"
             print(f"  W={workers}: B = {shown_b}")
@@ -257,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     args.strategies = ["random", *[s for s in args.strategies if s != "random"]]
     args.overrides = parse_overrides(args.overrides)
     try:
-        table = load(args.table, args.iterations)
+        folder = snapshot(args)
+        table = load(folder / "table", args.iterations)
     except tables.TableMismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -266,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
 
         check_settings(args.against, args.iterations, args.trials, args.workers)
     started = time.monotonic()
-    traces = run(args)
+    traces = run(args, folder)
     seconds = time.monotonic() - started
     result = summarise(traces, args, table)
     print_summary(result, args)
@@ -274,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.against is not None:
         from benchmarks.blackbox.against import compare
 
-        checked = compare(args.against, [t for t in traces if t["seed"] < args.seeds])
+        checked = compare(
+            args.against, [t for t in traces if t["seed"] < args.seeds and t["workers"] in args.workers]
+        )
         print(
             f"\n{args.against.name}: {checked['inside_95']} of {checked['values']} trained sweeps' best values per "
             "model lie within the replayed 95% range of their strategy"
@@ -293,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             else str(args.table)
         )
         data = {
-            "command": "python -m benchmarks.blackbox.replay " + " ".join(a for a in (argv or sys.argv[1:])),
+            "command": shlex.join(["python", "-m", "benchmarks.blackbox.replay", *(argv or sys.argv[1:])]),
             "settings": settings,
             "table": {
                 "runs": table.counts(),

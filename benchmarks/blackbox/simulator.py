@@ -6,13 +6,16 @@ builds (its samplers, startup trials and race), and stopped by the per-model ASH
 `make_scheduler`. Only Ray's trial runner is replaced, by an event queue that calls the
 searcher and the scheduler in the order Tune's controller does:
 
-- a free worker asks the searcher for a trial (`None`: nothing now, ask again when a trial ends;
-  `FINISHED`: never ask again);
-- its parameters, as the study drew them, snap to the nearest recorded configuration of its
-  model, and it draws one of that configuration's recorded seeds and keeps it;
-- each recorded evaluation is a report at start + its recorded worker-seconds; the scheduler
-  decides on it first, and a STOP (or the last report) ends the trial at once, freeing its
-  worker; a run that diverged or failed reports its failure when it did;
+- the controller asks the searcher for a trial whenever none is waiting for a worker (`None`:
+  nothing now, ask again when a trial ends; `FINISHED`: never ask again), so one trial is drawn
+  ahead of the running ones, as Tune does for a searcher without `budget.max_concurrent`
+  (with it, at most that many trials are live); the scheduler hears of it then;
+- the study's samplers draw only recorded configurations (`restrict`); a trial takes its
+  configuration and one of that configuration's recorded seeds, and keeps it;
+- a trial starts when a worker is free; each recorded evaluation is a report at start + its
+  recorded worker-seconds; the scheduler decides on it first, and a STOP ends the trial at once,
+  freeing its worker; a trial that was not stopped ends when its run ended; a run that diverged
+  or failed reports its failure when it did;
 - events are handled in time order, so a decision at simulated time t sees only what was
   reported by t.
 
@@ -22,6 +25,7 @@ measured separately and not added to the clock.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import math
@@ -31,108 +35,17 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.distributions import CategoricalDistribution
-from optuna.trial import FixedTrial
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
 from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.restrict import Snapper, restrict
 from benchmarks.blackbox.strategies import STRATEGIES, sweep_spec
 from sweeper.papers.points import first_points
 from sweeper.run.launch import create_study, searcher_over
 from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.warm_start import warm_start_study
-from sweeper.spec.space import suggest_params
-from sweeper.spec.sweep import SweepSpec
-
-
-class Snapper:
-    """The nearest recorded configuration of one model to a proposal, in the space's transformed
-    coordinates: each number scaled to [0, 1] of its range (through the logarithm where the range
-    is logarithmic), each choice 0 when equal and 1 when not; Euclidean. Only configurations with
-    a recorded run are candidates."""
-
-    def __init__(self, spec: SweepSpec, model: str, curves: tables.Curves) -> None:
-        fixed = FixedTrial(curves.designs[0]["params"])
-        suggest_params(fixed, spec, model)
-        self.distributions = dict(sorted(fixed.distributions.items()))
-        self.numeric = [
-            n for n, d in self.distributions.items() if not isinstance(d, CategoricalDistribution)
-        ]
-        self.choices = [n for n, d in self.distributions.items() if isinstance(d, CategoricalDistribution)]
-        params = [d["params"] for d in curves.designs]
-        self.points = np.array([[self._unit(n, p[n]) for n in self.numeric] for p in params]).reshape(
-            len(params), -1
-        )
-        self.options = np.array([[self._index(n, p[n]) for n in self.choices] for p in params]).reshape(
-            len(params), -1
-        )
-        self.recorded = (curves.status != tables.MISSING).any(axis=1)
-        if not self.recorded.any():
-            raise ValueError(f"{model}: the table holds no run of it yet")
-
-    def _unit(self, name: str, value: float) -> float:
-        d = self.distributions[name]
-        low, high, value = float(d.low), float(d.high), float(value)
-        if getattr(d, "log", False):
-            low, high, value = math.log(low), math.log(high), math.log(value)
-        return 0.0 if high == low else (value - low) / (high - low)
-
-    def _index(self, name: str, value: Any) -> int:
-        return int(self.distributions[name].to_internal_repr(value))
-
-    def nearest(self, params: dict[str, Any]) -> int:
-        point = np.array([self._unit(n, params[n]) for n in self.numeric])
-        options = np.array([self._index(n, params[n]) for n in self.choices])
-        distance = ((self.points - point) ** 2).sum(axis=1) + (self.options != options).sum(axis=1)
-        distance[~self.recorded] = np.inf
-        return int(np.argmin(distance))
-
-
-class RecordedSampler(optuna.samplers.BaseSampler):
-    """Random draws restricted to the recorded configurations, as tabular benchmarks restrict
-    them (Syne Tune's `restrict_configurations`): each trial takes one uniformly, without
-    replacement while any is left. It stands in for Optuna's `RandomSampler`: as the sampler of
-    random search, and as the draws TPE and GP make before they model a study."""
-
-    def __init__(self, params: list[dict[str, Any]], seed: int | list[int]) -> None:
-        self.params = params
-        self.rng = np.random.default_rng(seed)
-        self.unused = list(range(len(params)))
-        self.chosen: dict[int, int] = {}
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: Any) -> dict[str, Any]:
-        return {}
-
-    def sample_relative(
-        self, study: optuna.Study, trial: Any, search_space: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {}
-
-    def sample_independent(
-        self, study: optuna.Study, trial: Any, param_name: str, param_distribution: Any
-    ) -> Any:
-        if trial.number not in self.chosen:
-            pool = self.unused or list(range(len(self.params)))
-            pick = pool[int(self.rng.integers(len(pool)))]
-            if self.unused:
-                self.unused.remove(pick)
-            self.chosen[trial.number] = pick
-        return self.params[self.chosen[trial.number]][param_name]
-
-
-def restrict_random_draws(study: optuna.Study, sampler: optuna.samplers.BaseSampler) -> None:
-    """Replace the study's random draws (its whole sampler when random, else the one TPE or GP
-    draws their first trials with) by `sampler`."""
-    current = study.sampler
-    if isinstance(current, optuna.samplers.RandomSampler):
-        study.sampler = sampler
-    elif isinstance(current, optuna.samplers.TPESampler):
-        current._random_sampler = sampler
-    elif isinstance(current, optuna.samplers.GPSampler):
-        current._independent_sampler = sampler
-    else:
-        raise ValueError(f"no random draws to restrict in {type(current).__name__}")
+from sweeper.store.trial_record import PAPER_POINT_ATTR
 
 
 @dataclass(frozen=True)
@@ -154,6 +67,8 @@ class _Running:
     failure: str | None  # why its run ended early, reported after those evaluations
     evaluation: int = 0
     best: float = math.inf
+    returned: bool = False  # its last report is in; it ends when its function returns
+    last_result: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,6 +93,9 @@ class Trace:
         return sum(t["end"] - t["start"] for t in self.trials)
 
 
+UNMODELLED = {"budget": ("time", "trial_time", "iterations", "study_time")}  # settings the clock ignores
+
+
 class Replay:
     """A replayed sweep: built like a launch builds one, then run on the event queue."""
 
@@ -193,6 +111,10 @@ class Replay:
         snappers: dict[str, Snapper] | None = None,
         **overrides: Any,
     ) -> None:
+        for section, names in UNMODELLED.items():
+            unsupported = sorted(set(overrides.get(section, {})) & set(names))
+            if unsupported:
+                raise ValueError(f"the replay's clock does not model {section}.{', '.join(unsupported)}")
         self.table = table
         self.curves = table.curves[task]
         self.strategy = STRATEGIES[strategy]
@@ -202,6 +124,11 @@ class Replay:
         self.snappers = snappers or {m: Snapper(self.spec, m, self.curves[m]) for m in self.spec.models}
         self.trace = Trace(task, strategy, seed, workers)
         self.workers = workers
+        # Tune keeps one trial waiting for resources beside the running ones (`max_concurrent`
+        # unset: `_get_max_pending_trials`), or, under a ConcurrencyLimiter, at most that many live
+        limit = self.spec.budget.max_concurrent
+        self.max_pending = 1 if limit is None else limit
+        self.max_live = math.inf if limit is None else limit
         self.rng = np.random.default_rng(seed)
         storage = optuna.storages.InMemoryStorage()
         first, _ = first_points(self.spec)
@@ -220,15 +147,11 @@ class Replay:
         for offset, plan in enumerate(self.searcher.plans):
             if self.strategy.sampler == "old":  # independent TPE with Optuna's defaults
                 plan.study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
-            curves = self.curves[plan.model]
-            recorded = self.snappers[plan.model].recorded
-            drawable = recorded & ~curves.paper  # the Sobol design, as far as it is recorded
-            drawable = drawable if drawable.any() else recorded
-            params = [curves.designs[i]["params"] for i in np.flatnonzero(drawable)]
-            restrict_random_draws(plan.study, RecordedSampler(params, [seed, offset]))
+            restrict(plan.study, self.snappers[plan.model], [seed, offset])
         self.scheduler = make_scheduler(self.spec, self.searcher)
         self.plans = {p.model: p for p in self.searcher.plans}
         self._events: list[tuple[float, int, str]] = []
+        self._waiting: collections.deque[_Running] = collections.deque()
         self._running: dict[str, _Running] = {}
         self._count = 0
         self.now = 0.0  # the simulated clock, in seconds since the sweep started
@@ -245,26 +168,37 @@ class Replay:
         np.random.seed(self.trace.seed)  # ASHA draws its bracket from numpy's global generator
         free, finished = self.workers, False
         while True:
-            while free and not finished:
-                trial_id = str(self._count)
-                config = self._timed(self.searcher.suggest, trial_id)
-                if config is Searcher.FINISHED:
-                    finished = True
-                elif config is None:
+            while True:
+                live = len(self._waiting) + len(self._running)
+                if not finished and len(self._waiting) < self.max_pending and live < self.max_live:
+                    trial_id = str(self._count)
+                    config = self._timed(self.searcher.suggest, trial_id)
+                    if config is Searcher.FINISHED:
+                        finished = True
+                    elif config is not None:
+                        self._count += 1
+                        self._waiting.append(self._add(trial_id, config))
+                        continue
+                if not (free and self._waiting):
                     break
-                else:
-                    self._count += 1
-                    free -= 1
-                    self._start(trial_id, config)
+                self._start(self._waiting.popleft())
+                free -= 1
             if not self._events:
                 return self.trace
             self.now, _, trial_id = heapq.heappop(self._events)
             if self._report(self._running[trial_id]):
                 free += 1
 
-    def _start(self, trial_id: str, config: dict[str, Any]) -> None:
+    def _add(self, trial_id: str, config: dict[str, Any]) -> _Running:
+        """A trial as Tune adds it: its recorded configuration and seed chosen, the scheduler told."""
         model = config["model"]
-        design = self.snappers[model].nearest(self.searcher.trial_of(trial_id).params)
+        trial = self.searcher.trial_of(trial_id)
+        snapper = self.snappers[model]
+        design = snapper.nearest(trial.params)
+        if PAPER_POINT_ATTR in trial.user_attrs and snapper.distances(trial.params)[design] > 0:
+            raise ValueError(
+                f"{model}: the papers' point {trial.user_attrs[PAPER_POINT_ATTR]} is not recorded"
+            )
         curves = self.curves[model]
         seeds = np.flatnonzero(curves.status[design] != tables.MISSING)
         seed = int(self.rng.choice(seeds))
@@ -274,14 +208,20 @@ class Replay:
         if status != tables.COMPLETE:
             key = f"{self.trace.task}/{model}/{design}/{seed}"
             failure = self.table.reasons.get(key, tables.STATUS_NAMES[status])
-        running = _Running(_TuneTrial(trial_id, config), model, design, seed, self.now, reports, failure)
-        self._running[trial_id] = running
+        running = _Running(_TuneTrial(trial_id, config), model, design, seed, math.nan, reports, failure)
         self._timed(self.scheduler.on_trial_add, None, running.tune)
+        return running
+
+    def _start(self, running: _Running) -> None:
+        running.started = self.now
+        self._running[running.tune.trial_id] = running
         self._schedule(running)
 
-    def _schedule(self, running: _Running) -> None:
+    def _schedule(self, running: _Running, ended: bool = False) -> None:
+        """The trial's next event: its next report, its failure, or (`ended`) the moment its
+        function returns after its last report."""
         curves = self.curves[running.model]
-        if running.evaluation < running.reports:
+        if running.evaluation < running.reports and not ended:
             after = curves.seconds[running.design, running.seed, running.evaluation]
         else:
             after = curves.ended[running.design, running.seed]
@@ -290,10 +230,12 @@ class Replay:
         )
 
     def _report(self, running: _Running) -> bool:
-        """Handle the trial's next report; True when the trial ended and freed its worker."""
+        """Handle the trial's next event; True when the trial ended and freed its worker."""
         curves = self.curves[running.model]
         e = running.evaluation
-        if e < running.reports:
+        if running.returned:
+            result = running.last_result
+        elif e < running.reports:
             value = float(curves.objective[running.design, running.seed, e])
             running.best = min(running.best, value)
             result = {
@@ -306,9 +248,11 @@ class Replay:
             if decision != TrialScheduler.STOP:
                 self._timed(self.searcher.on_trial_result, running.tune.trial_id, result)
             last = e + 1 == running.reports and running.failure is None
-            if decision != TrialScheduler.STOP and not last:
+            if decision != TrialScheduler.STOP:
                 running.evaluation += 1
-                self._schedule(running)
+                if last:  # Tune stops it once its function returns, when the run ended
+                    running.returned, running.last_result = True, result
+                self._schedule(running, ended=last)
                 return False
         else:
             result = {"fail_reason": running.failure}
@@ -326,6 +270,7 @@ class Replay:
         state = next((s for s in plan.counts if plan.counts[s] > before[s]), "INTERRUPTED")
         self.trace.trials.append(
             {
+                "id": running.tune.trial_id,
                 "model": running.model,
                 "design": running.design,
                 "seed": running.seed,

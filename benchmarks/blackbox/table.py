@@ -114,9 +114,12 @@ class Table:
         statuses = np.concatenate([c.status.ravel() for m in self.curves.values() for c in m.values()])
         return {STATUS_NAMES[k]: int((statuses == k).sum()) for k in STATUS_NAMES}
 
-    def devices(self) -> set[str]:
+    def clocks(self) -> set[str]:
+        """The devices and machines the recorded runs were timed on."""
         used = {int(v) for m in self.curves.values() for c in m.values() for v in np.unique(c.version)}
-        return {self.versions[v]["device"] for v in used if v >= 0}
+        return {
+            f"{self.versions[v]['device']} ({self.versions[v].get('machine', '?')})" for v in used if v >= 0
+        }
 
 
 def read(folder: Path) -> Table:
@@ -129,7 +132,10 @@ def read(folder: Path) -> Table:
     evaluations = len(range(settings.eval_every, settings.iterations + 1, settings.eval_every)) + (
         settings.iterations % settings.eval_every != 0
     )
-    arrays = dict(np.load(folder / CURVES)) if (folder / CURVES).exists() else {}
+    arrays: dict[str, np.ndarray] = {}
+    if (folder / CURVES).exists():
+        with np.load(folder / CURVES) as stored:
+            arrays = dict(stored)
     curves: dict[str, dict[str, Curves]] = {}
     for task, models in meta["designs"].items():
         for model, designs in models.items():
@@ -181,8 +187,11 @@ def write(table: Table, folder: Path) -> None:
 
 
 def _replace(path: Path, write_to: Any) -> None:
+    """Write `path` whole: to a temporary file, on disk, then renamed over it."""
     temporary = path.with_name(f".{path.stem}.writing{path.suffix}")
     write_to(temporary)
+    with temporary.open("rb+") as written:
+        os.fsync(written.fileno())
     os.replace(temporary, path)
 
 

@@ -3,9 +3,9 @@
 Ground truth. A configuration's objective is the mean over its complete recorded runs of each
 run's best validation value (the value a study records for a complete trial). A model's best is
 its best configuration's; the right winner is the model with the lowest. Models whose best lies
-within two standard errors of that difference (2 σ √(2/S), σ the seed spread pooled over every
-model's five best configurations, S the seeds per configuration) are co-winners: naming any of
-them is right.
+within two standard errors of that difference (2 σ √(1/n_w + 1/n_m), σ the seed spread pooled
+over every model's five best configurations, n the complete runs behind each best) are
+co-winners: naming any of them is right.
 
 A sweep names, at any moment, the model whose best complete trial is lowest, once every model
 has completed a trial or been stopped by a race; before that it names none (which is not right).
@@ -63,22 +63,27 @@ def run_bests(curves: tables.Curves) -> np.ndarray:
 
 
 def ground_truth(table: tables.Table, task: str) -> Truth:
-    objective, variances = {}, []
+    objective, variances, runs_behind = {}, [], {}
     for model, curves in table.curves[task].items():
         bests = run_bests(curves)
         counts = (~np.isnan(bests)).sum(axis=1)
         objective[model] = np.where(counts > 0, np.nansum(bests, axis=1) / np.maximum(counts, 1), np.nan)
-        ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, objective[model]))[:TOP]
-        for design in ranked:
+        ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, objective[model]))
+        runs_behind[model] = int(counts[ranked[0]])
+        for design in ranked[:TOP]:
             runs = bests[design][~np.isnan(bests[design])]
             if len(runs) >= 2:
                 variances.append(float(np.var(runs, ddof=1)))
     best = {m: float(np.nanmin(v)) if np.isfinite(v).any() else math.inf for m, v in objective.items()}
     winner = min(best, key=best.__getitem__)
     noise = math.sqrt(float(np.mean(variances))) if variances else 0.0
-    margin = 2 * noise * math.sqrt(2 / table.seeds)
-    co = tuple(m for m in best if best[m] - best[winner] <= margin)
-    return Truth(objective, best, winner, co, noise, margin)
+
+    def margin(model: str) -> float:  # two standard errors of the difference of two seed means
+        runs = (max(runs_behind[winner], 1), max(runs_behind[model], 1))
+        return 2 * noise * math.sqrt(1 / runs[0] + 1 / runs[1])
+
+    co = tuple(m for m in best if best[m] - best[winner] <= margin(m))
+    return Truth(objective, best, winner, co, noise, margin(winner))
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,14 @@ def quantile(values: np.ndarray, q: float) -> float:
     return float(ordered[max(index, 0)])
 
 
+def ratio(ours: float, theirs: float) -> float:
+    """Hours to 90% right against the reference's, in a resample where either may never get
+    there: never against never is never (inf), anything against never is 0 (sooner)."""
+    if math.isinf(ours):
+        return math.inf
+    return 0.0 if math.isinf(theirs) else ours / max(theirs, 1e-12)
+
+
 def interval(samples: np.ndarray) -> tuple[float, float]:
     """The bootstrap's 95% interval (inf-aware, as `quantile`)."""
     return quantile(samples, 0.025), quantile(samples, 0.975)
@@ -169,6 +182,8 @@ def judge(
     rng = np.random.default_rng(seed)
     ref = np.array([right_for_good(line, truth) for line in lines[reference]])
     n = len(ref)
+    if n == 0:
+        return {"B_hours": None, "strategies": {}}
     resamples = rng.integers(0, n, size=(BOOTSTRAP, n))
     budget = quantile(ref, 0.9)
     verdicts: dict[str, Any] = {"B_hours": _finite(budget), "strategies": {}}
@@ -182,9 +197,7 @@ def judge(
             "spent_hours": _distribution(np.array([line.total_hours for line in mine])),
         }
         if math.isfinite(budget) and len(mine) == n:
-            ratios = np.array(
-                [quantile(hours[r], 0.9) / max(quantile(ref[r], 0.9), 1e-12) for r in resamples]
-            )
+            ratios = np.array([ratio(quantile(hours[r], 0.9), quantile(ref[r], 0.9)) for r in resamples])
             row["ratio_90"] = _finite(own90 / budget)
             row["ratio_90_interval"] = [_finite(v) for v in interval(ratios)]
             row["at_B"] = {}
@@ -207,8 +220,10 @@ def goal(verdict: dict[str, Any], strategy: str = "default", reference: str = "r
     the reference's worker-hours (the upper end of the bootstrap interval), and at a third of B
     names a right winner at least as often as the reference at B, with no worse regret."""
     row, ref = verdict["strategies"].get(strategy), verdict["strategies"].get(reference)
-    if row is None or ref is None or "at_B" not in row:
-        return {"met": False, "why": "random never reaches 90% right within its budget"}
+    if row is None or ref is None:
+        return {"met": False, "why": f"{strategy} and {reference} were not both replayed"}
+    if "at_B" not in row:
+        return {"met": False, "why": f"{reference} never reaches 90% right within its budget"}
     upper = row["ratio_90_interval"][1]
     ours, theirs = row["at_B"]["0.33"], ref["at_B"]["1.0"]
     checks = {

@@ -26,7 +26,9 @@ def value(model: str, lr: float, step: int, seed: int) -> float:
 
 def synthetic_table(folder: Path, configs: int = CONFIGS) -> tables.Table:
     table = record.new_table(SETTINGS, configs, seeds=2)
-    table.versions.append({"device": "cpu", "trainables": "synthetic", "torch": "-", "files": {}})
+    table.versions.append(
+        {"device": "cpu", "machine": "synthetic", "trainables": "synthetic", "torch": "-", "files": {}}
+    )
     for models in table.curves.values():
         for model, curves in models.items():
             for c, design in enumerate(curves.designs):

@@ -3,6 +3,7 @@ training code mixed into a table unless asked."""
 
 from __future__ import annotations
 
+import fcntl
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ def _version(**changes: object) -> dict:
         "trainables": "abc",
         "device": "cpu",
         "torch": "2.13.0",
+        "machine": "a CPU, 2 cores",
         "files": {"trainables/train.py": "1", "trainables/models/goru.py": "2"},
     }
     return {**version, **changes}
@@ -32,6 +34,8 @@ def test_runs_of_other_training_code_are_refused_naming_what_changed(tmp_path: P
         record.version_index(table, changed, allow_new=False)
     with pytest.raises(tables.TableMismatch, match=r"device: cpu -> cuda: NVIDIA H100"):
         record.version_index(table, _version(device="cuda: NVIDIA H100"), allow_new=False)
+    with pytest.raises(tables.TableMismatch, match=r"machine: a CPU, 2 cores -> another CPU, 2 cores"):
+        record.version_index(table, _version(machine="another CPU, 2 cores"), allow_new=False)
     assert record.version_index(table, changed, allow_new=True) == 1 and len(table.versions) == 2
 
 
@@ -88,3 +92,7 @@ def test_a_recorder_trains_through_train_resumes_and_extends_its_design(
     np.testing.assert_array_equal(gru.objective[:2], first)
     assert (gru.status == tables.COMPLETE).all() and len(gru.designs) == 3
     assert record.main([*tiny, "--iterations", "6"]) == 2
+    with (folder / ".recording").open("w") as other:  # another recorder holds the table
+        fcntl.flock(other, fcntl.LOCK_EX)
+        assert record.main(tiny) == 2
+    assert "another recorder is writing" in capsys.readouterr().err

@@ -26,31 +26,31 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tables.Table:
 
 
 def test_no_decision_reads_a_report_from_its_future(table: tables.Table) -> None:
-    """Each report reaches the scheduler and the searcher at its own time (the trial's start
-    plus its recorded seconds), and the clock never runs backwards: what a decision at t sees
-    was reported by t."""
+    """Each report reaches the scheduler at its own time (the trial's start plus its recorded
+    seconds), the clock never runs backwards, and every trial is drawn after every report it
+    could know of: what a decision at t sees was reported by t."""
     replay = Replay(table, "copying", "default", seed=0, workers=4, trials=6)
-    starts: dict[str, float] = {}
-    delivered: list[float] = []
+    delivered: list[tuple[str, float, float]] = []  # trial, its report's seconds, the clock then
+    drawn: list[float] = []
     suggest, on_result = replay.searcher.suggest, replay.scheduler.on_trial_result
 
     def suggesting(trial_id: str):
-        config = suggest(trial_id)
-        if isinstance(config, dict):
-            starts[trial_id] = replay.now
-            assert all(t <= replay.now for t in delivered)
-        return config
+        drawn.append(replay.now)
+        assert all(now <= replay.now for _, _, now in delivered)
+        return suggest(trial_id)
 
     def deciding(controller, trial, result: dict):
         if "step" in result:
-            assert starts[trial.trial_id] + result["time_total_s"] == replay.now
-            assert not delivered or delivered[-1] <= replay.now
-            delivered.append(replay.now)
+            assert not delivered or delivered[-1][2] <= replay.now
+            delivered.append((trial.trial_id, result["time_total_s"], replay.now))
         return on_result(controller, trial, result)
 
     replay.searcher.suggest, replay.scheduler.on_trial_result = suggesting, deciding
     trace = replay.run()
+    starts = {t["id"]: t["start"] for t in trace.trials}
     assert len(delivered) > 20 and len(trace.trials) == 24
+    assert all(starts[trial] + seconds == now for trial, seconds, now in delivered)
+    assert drawn == sorted(drawn)
 
 
 def test_random_search_is_uniform_over_the_recorded_configurations(table: tables.Table) -> None:
@@ -135,3 +135,38 @@ def test_a_proposal_snaps_to_the_nearest_configuration_and_a_papers_point_to_its
         0,
         1,
     ]  # its two papers' points
+
+
+def test_one_trial_waits_ahead_of_the_running_ones_as_in_tune(table: tables.Table) -> None:
+    """Without `budget.max_concurrent` Tune keeps one trial drawn and waiting for a worker; with
+    it, no more trials are live than it allows."""
+    for extra, live in (({}, 3), ({"budget": {"max_concurrent": 2}}, 2)):
+        replay = Replay(table, "copying", "random", seed=0, workers=2, trials=4, **extra)
+        drawn: list[float] = []
+
+        def suggesting(trial_id: str, replay: Replay = replay, suggest=replay.searcher.suggest, drawn=drawn):
+            drawn.append(replay.now)
+            return suggest(trial_id)
+
+        replay.searcher.suggest = suggesting
+        trace = replay.run()
+        assert drawn[:live] == [0.0] * live and drawn[live] > 0.0
+        first_end = min(t["end"] for t in trace.trials)
+        assert sum(t["start"] < first_end for t in trace.trials) == 2  # two workers, whatever is drawn
+
+
+def sorted_items(params: dict) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def test_a_study_records_the_configuration_that_is_replayed(table: tables.Table) -> None:
+    replay = Replay(table, "denoise", "+tpe", seed=2, workers=4, trials=CONFIGS)
+    trace = replay.run()
+    for plan in replay.searcher.plans:
+        curves = table.curves["denoise"][plan.model]
+        replayed = [curves.designs[t["design"]]["params"] for t in trace.trials if t["model"] == plan.model]
+        assert sorted(map(sorted_items, (t.params for t in plan.study.trials))) == sorted(
+            map(sorted_items, replayed)
+        )
+    with pytest.raises(ValueError, match=r"does not model budget\.time"):
+        Replay(table, "denoise", "default", seed=0, workers=1, trials=1, budget={"time": 60})
