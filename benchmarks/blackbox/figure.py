@@ -1,5 +1,5 @@
 """The replay's anytime curves: the share of seeds naming a right winner against worker-hours,
-one panel per task and W, one line per strategy, B marked."""
+one panel per task and W, one line per strategy, B marked and shown to three times B."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def anytime_figure(
                 continue
             lines = {s: [timeline(Trace(**t), models) for t in mine] for s, mine in sweeps.items()}
             longest = max((line.total_hours for mine in lines.values() for line in mine), default=1.0)
-            grid = np.linspace(0, longest, 200)
+            budget = quantile(np.array([right_for_good(line, truth) for line in lines["random"]]), 0.9)
+            grid = np.linspace(0, min(longest, 3 * budget) if np.isfinite(budget) else longest, 300)
             for strategy, mine in lines.items():
                 if mine:
                     shares = [share_right(mine, truth, x).mean() for x in grid]
@@ -48,7 +49,6 @@ def anytime_figure(
                         color=colours[strategy],
                         lw=1.6 if strategy in ("random", "default") else 1.0,
                     )
-            budget = quantile(np.array([right_for_good(line, truth) for line in lines["random"]]), 0.9)
             if np.isfinite(budget):
                 ax.axvline(budget, color="grey", ls="--", lw=0.8)
                 ax.text(budget, 0.02, " B", color="grey")
