@@ -28,9 +28,12 @@ from tests.helpers import POSTGRES_ADMIN_URL, FinishedSweep, run_sweep_cli
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests of the session's finished sweep on one worker, and hand out the slow tests
+    first: a minute-long test picked up last would leave the other worker idle while it runs."""
     for item in items:
         if "finished_sweep" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("finished_sweep"))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: same order everywhere
 
 
 @pytest.fixture
