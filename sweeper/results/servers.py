@@ -15,6 +15,13 @@ from sweeper.store.database import Store, SweepRecord
 from sweeper.store.locations import default_tracking_uri, resolve_tracking_uri, runs_page
 
 
+def server_env() -> dict[str, str]:
+    """The servers' environment, with MLflow's GenAI scorer jobs off: a sweep never submits one,
+    and with them on the server keeps seven idle job consumers beside its web workers. A value the
+    user set wins."""
+    return {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
+
+
 def ui_servers(
     store: Store, record: SweepRecord, host: str, port: int, dashboard_port: int
 ) -> tuple[list[str], list[list[str]]]:
@@ -50,7 +57,7 @@ def serve_until_stopped(commands: list[list[str]]) -> None:
     processes: list[subprocess.Popen[bytes]] = []
     try:
         for command in commands:  # one by one: a server that fails to start still stops the others
-            processes.append(subprocess.Popen(command, start_new_session=True))
+            processes.append(subprocess.Popen(command, start_new_session=True, env=server_env()))
         for process in processes:
             process.wait()
     except KeyboardInterrupt:

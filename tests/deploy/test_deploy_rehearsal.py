@@ -122,9 +122,11 @@ def start_mlflow(
     its URI at once (its schema migrations run while Ray starts: wait for `/health`)."""
     assert container["command"][0] == "mlflow"
     caches = under_pod_tmp(container, pod_tmp, manifests)
-    assert set(env_of(container, manifests)) == {
+    env_items = env_of(container, manifests)
+    assert set(env_items) == {
         "MLFLOW_BACKEND_STORE_URI",
         "MLFLOW_ARTIFACTS_DESTINATION",
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION",
         *caches,
     }
     port = free_port()
@@ -132,6 +134,7 @@ def start_mlflow(
     argv = [sys.executable, "-m", "mlflow", *container["command"][1:], *args]
     argv += ["--host=127.0.0.1", f"--port={port}", "--workers=1"]
     local = {
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": env_items["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"]["value"],
         "MLFLOW_BACKEND_STORE_URI": database,
         "MLFLOW_ARTIFACTS_DESTINATION": str(processes.logdir / "artifacts"),
         **caches,

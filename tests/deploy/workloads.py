@@ -73,7 +73,7 @@ def kustomize(directory: Path) -> list[Resource]:
     )
     if done.returncode != 0:
         raise RuntimeError(f"kubectl kustomize {directory} failed:\n{done.stderr}")
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+    return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc is not None]
 
 
 def render_install(name: str) -> list[Resource]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+import uuid
+from pathlib import Path
 from typing import ClassVar, Literal
 
 import psutil
@@ -38,6 +40,9 @@ class FixedWorkSettings(BaseModel):
     kind: Literal["sleep", "compute"] = Field("sleep", description="sleep, or multiply matrices")
     step_seconds: float = Field(0.01, ge=0.0, le=3600.0, description="sleep per training step")
     step_matmuls: int = Field(10, ge=0, le=10**7, description="256×256 matrix products per training step")
+    meet: int = Field(0, ge=0, description="before its first step, wait until this many trials have started")
+    meet_dir: str = Field("", description="the folder where the trials that meet say they started")
+    meet_timeout_s: float = Field(120.0, gt=0.0, description="how long a trial waits to meet the others")
 
 
 @register_task(
@@ -53,6 +58,10 @@ class FixedWork(Task):
     when it existed, and for how long the trial ran; `dynamo_preloaded`, whether
     `torch._dynamo` (which a process imports with its first optimizer) was imported before the
     trial built its optimizers; and `torch_threads`, the threads torch computes with.
+
+    With `meet` set, each trial says it started (a file in `meet_dir`) and, before its first step,
+    waits until `meet` trials have started; it reports `met`, how many it saw. No trial finishes
+    while it waits, so `met` >= `meet` proves that many ran at once, whatever the machine's speed.
     """
 
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
@@ -66,8 +75,19 @@ class FixedWork(Task):
         gen = torch.Generator().manual_seed(seed)
         self.inputs = torch.randn(2, 1, 1, generator=gen).to(device)
         self.targets = torch.zeros(2, 1, 1, device=device)
+        self.met: float | None = None
+        if settings.meet:
+            (Path(settings.meet_dir) / uuid.uuid4().hex).touch()
+
+    def wait_to_meet(self) -> None:
+        folder, deadline = Path(self.settings.meet_dir), time.monotonic() + self.settings.meet_timeout_s
+        while (seen := len(list(folder.iterdir()))) < self.settings.meet and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.met = float(seen)
 
     def train_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.settings.meet and self.met is None:
+            self.wait_to_meet()
         if self.settings.kind == "sleep":
             time.sleep(self.settings.step_seconds)
         else:
@@ -88,4 +108,5 @@ class FixedWork(Task):
             "dynamo_preloaded": self.dynamo_preloaded,
             "torch_threads": float(torch.get_num_threads()),
             "reported_at": time.time(),
+            **({"met": self.met} if self.met is not None else {}),
         }

@@ -154,6 +154,8 @@ def test_ui_serves_the_experiment_parents_and_nested_trials(finished_sweep):
             assert "best_objective" in {m["key"] for m in parent["data"]["metrics"]}
         servers = psutil.Process(process.pid).children(recursive=True)
         assert servers, "the MLflow server runs in processes of its own"
+        idle_jobs = [p.cmdline() for p in servers if "huey_consumer" in " ".join(p.cmdline())]
+        assert not idle_jobs, f"MLflow's job consumers run beside the UI: {idle_jobs}"
     finally:
         process.terminate()  # as a process manager stops it: SIGTERM
         process.wait(timeout=30)

@@ -23,12 +23,19 @@ pytestmark = pytest.mark.slow
 PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin", DECLARED_GPUS_ENV: "1"}
 
 
-def gpu_sweep(name: str, model: str, resources: dict, trials: int) -> dict:
-    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s: long enough
-    that the trials Ray starts together overlap."""
+def gpu_sweep(
+    name: str, model: str, resources: dict, trials: int, meet: Path | None = None, peers: int = 0
+) -> dict:
+    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s; with `meet`,
+    each first waits until `peers` trials have started (up to a minute), which none can see unless
+    Ray runs that many at once."""
+    settings: dict = {"kind": "sleep", "step_seconds": 0.5}
+    if meet is not None:
+        meet.mkdir()
+        settings.update(meet=peers, meet_dir=str(meet), meet_timeout_s=60.0)
     return {
         "name": name,
-        "task": {"name": "fixed_work", "settings": {"kind": "sleep", "step_seconds": 0.5}},
+        "task": {"name": "fixed_work", "settings": settings},
         "models": [model],
         "params": {"iterations": 4, "eval_every": 2, "batch_size": 1, "hidden_size": 4, "lr": {"float": [1e-3, 1e-1], "log": True}},
         "scheduler": {"name": "none"},
@@ -47,6 +54,11 @@ def trials_of(storage: str, sweep: str) -> list[optuna.trial.FrozenTrial]:
         store.dispose()
 
 
+def met(trials: list[optuna.trial.FrozenTrial]) -> list[float]:
+    """How many trials of its sweep each trial saw started before its first step."""
+    return [t.user_attrs["final_metrics"]["met"] for t in trials]
+
+
 def most_at_once(trials: list[optuna.trial.FrozenTrial]) -> int:
     """The most trials that ran at the same moment, from the times their processes reported."""
     spans = [
@@ -58,10 +70,14 @@ def most_at_once(trials: list[optuna.trial.FrozenTrial]) -> int:
 
 def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path: Path) -> None:
     storage, tracking = f"sqlite:///{tmp_path / 'sweeper.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    orthogonal = write_spec(tmp_path, gpu_sweep("orthogonal", "scornn", {"gpus": 0.5}, 4), "orthogonal.yaml")
+    orthogonal = write_spec(
+        tmp_path, gpu_sweep("orthogonal", "scornn", {"gpus": 0.5}, 4, tmp_path / "two", 2), "orthogonal.yaml"
+    )
     gated = write_spec(
         tmp_path,
-        gpu_sweep("gated", "gru", {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}, 4),
+        gpu_sweep(
+            "gated", "gru", {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}, 4, tmp_path / "three", 3
+        ),
         "gated.yaml",
     )
     env = cli_env({**PLUGINS, GPU_TRIALS_ON_CPU_ENV: "1"})
@@ -75,8 +91,9 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
 
     scornn, gru = trials_of(storage, "orthogonal-1"), trials_of(storage, "gated-1")
     assert [t.state.name for t in scornn + gru] == ["COMPLETE"] * 8
-    assert most_at_once(scornn) == 2  # 0.5 of the one GPU each: never a third
-    assert most_at_once(gru) >= 3  # 0.125 each: more at once than the 0.5 trials could
+    # 0.5 of the one GPU each: two ran at once (the first two met), never a third
+    assert min(met(scornn)) >= 2 and most_at_once(scornn) == 2
+    assert min(met(gru)) >= 3  # 0.125 each: three met, more at once than the 0.5 trials could
     for trial in scornn + gru:
         facts = trial.user_attrs["final_metrics"]
         assert facts["gpu_ids"] == "0" and facts["host"] == socket.gethostname()
