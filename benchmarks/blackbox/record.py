@@ -280,6 +280,9 @@ def store(table: tables.Table, outcome: Outcome, version: int) -> None:
 
 def record(args: argparse.Namespace) -> int:
     folder: Path = args.table
+    if args.status and (folder / tables.META).exists():  # reads only: beside a running recorder too
+        print(status_text(tables.read(folder)))
+        return 0
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / ".recording").open("w") as lock:
         try:

@@ -95,4 +95,6 @@ def test_a_recorder_trains_through_train_resumes_and_extends_its_design(
     with (folder / ".recording").open("w") as other:  # another recorder holds the table
         fcntl.flock(other, fcntl.LOCK_EX)
         assert record.main(tiny) == 2
-    assert "another recorder is writing" in capsys.readouterr().err
+        assert "another recorder is writing" in capsys.readouterr().err
+        assert record.main([*tiny, "--status"]) == 0  # reading the table beside it
+        assert "denoise" in capsys.readouterr().out
