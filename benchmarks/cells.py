@@ -7,7 +7,9 @@ SMs and precision —, `loop` for the plain loop); on a GPU the orthogonal model
 once more as `<model> loop`; (2) NC-GRU's inverse update
 by Neumann series of order 1–3 against the exact inverse, and (3) the share of a whole training
 step spent on the orthogonal parametrization (building U, its backward, and Algorithm 1's
-inverse update). The figures are also written to `benchmarks/results/cells-<device>.json`.
+inverse update): on a GPU with the Triton builds of U the models take there, and beside it with
+the ATen ops they replace (`aten update ms`). The figures are also written to
+`benchmarks/results/cells-<device>.json`.
 
 Models are timed round-robin, one batch each per round, and each figure is the fastest of its
 rounds: load from other processes only ever adds time, so on a shared machine the minimum is the
@@ -105,16 +107,21 @@ def training_step(model: RecurrentModel, x: torch.Tensor) -> Callable[[], None]:
     return run
 
 
-def orthogonal_update(model: RecurrentModel) -> Callable[[], None]:
-    """Only the parametrization's work in a training step: U built, its backward, the inverse update."""
+def orthogonal_update(model: RecurrentModel, kernel: str | None = None) -> Callable[[], None]:
+    """Only the parametrization's work in a training step: U built, its backward, the inverse update.
+    `kernel` as the parametrizations take it: None the model's setting (the Triton builds on CUDA
+    under `auto`), `loop` the ATen ops they replace."""
     parts = [m for m in model.modules() if isinstance(m, GivensRotations | ScaledCayley)]
 
     def run() -> None:
         for part in parts:
+            setting = part.kernel
+            part.kernel = kernel or setting
             U = part.matrix() if isinstance(part, GivensRotations) else part()
             U.backward(torch.ones_like(U))
             if isinstance(part, ScaledCayley):
                 part.after_optimizer_step()
+            part.kernel = setting
 
     return run
 
@@ -147,20 +154,26 @@ def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) 
         steps = fastest_round({name: training_step(m, x) for name, m in models.items()}, rounds)
         orthogonal = {name: m for name, m in models.items() if m.orthogonal_parameters()}
         updates = fastest_round({name: orthogonal_update(m) for name, m in orthogonal.items()}, rounds)
+        aten = {}  # on a GPU, the ATen build each Triton build replaces, timed beside it
+        if device.type == "cuda":
+            tasks = {name: orthogonal_update(m, kernel="loop") for name, m in orthogonal.items()}
+            aten = fastest_round(tasks, rounds)
         print(f"\nforward+backward per batch, B={B} T={T} H={H} (relative to nn.GRU, same run)")
         paths = {name: path(model) for name, model in models.items()}
         wide, wide_path = max(map(len, models)) + 2, max(map(len, paths.values())) + 2
         print(
             f"{'model':<{wide}}{'path':<{wide_path}}{'fwd+bwd ms':>12}{'× gru':>8}{'step ms':>10}{'orth update ms':>16}{'share':>8}"
+            + (f"{'aten update ms':>16}" if aten else "")
         )
         for name in models:
             update = updates.get(name)
             share = f"{100 * update / steps[name]:7.1f}%" if update is not None else f"{'-':>8}"
             update_ms = f"{1000 * update:16.2f}" if update is not None else f"{'-':>16}"
             taken = paths[name]
+            aten_ms = (f"{1000 * aten[name]:16.2f}" if name in aten else f"{'-':>16}") if aten else ""
             print(
                 f"{name:<{wide}}{taken:<{wide_path}}{1000 * fwd_bwd[name]:12.2f}{fwd_bwd[name] / fwd_bwd['gru']:8.2f}"
-                f"{1000 * steps[name]:10.2f}{update_ms}{share}"
+                f"{1000 * steps[name]:10.2f}{update_ms}{share}{aten_ms}"
             )
             rows.append(
                 {
@@ -173,6 +186,7 @@ def cells(sizes: list[tuple[int, int, int]], rounds: int, device: torch.device) 
                     "times_gru": fwd_bwd[name] / fwd_bwd["gru"],
                     "step_ms": 1000 * steps[name],
                     "orth_update_ms": None if update is None else 1000 * update,
+                    "orth_update_aten_ms": 1000 * aten[name] if name in aten else None,
                 }
             )
     return rows
@@ -189,7 +203,7 @@ def neumann(sizes: list[int], rounds: int, device: torch.device) -> list[dict]:
         delta = 1e-3 * (A - A.T)
         eye = torch.eye(n, device=device)
         inverse = torch.linalg.inv(eye + A)
-        tasks = {"exact": partial(torch.linalg.inv, eye + A - delta)}
+        tasks = {"exact": partial(torch.linalg.inv_ex, eye + A - delta, check_errors=False)}  # as the model
         for k in (1, 2, 3):
             tasks[f"order {k}"] = partial(neumann_inverse_update, inverse, delta, k)
         times = fastest_round(tasks, rounds)

@@ -6,9 +6,9 @@ of each scan (from T and 2T); each orthogonal cell's forward+backward against cu
 the same shape, per precision, with cuDNN as it runs by default (TF32 allowed) and under
 NVIDIA_TF32_OVERRIDE=0, and the peak memory; the precisions' effect on orthogonality and on a
 copying run at T = 1000; one paper-scale denoise trial per model through `sweeper train`
-(ms/iteration against GRU's); trials per hour at 1, 2, 4, 8 trials per GPU for GRU and GORU; and
-the grids each scan launches. The kernels are compiled first, in parallel processes, so no
-timing holds a compilation.
+(ms/iteration against GRU's), with the training step captured in a CUDA graph and without; trials
+per hour at 1, 2, 4, 8 trials per GPU for GRU and GORU; and the grids each scan launches. The
+kernels are compiled first, in parallel processes, so no timing holds a compilation.
 
     python benchmarks/gpu_acceptance.py --out DIR          # on a GPU, in under 8 minutes
     python benchmarks/gpu_acceptance.py --out DIR --cpu-check   # the same plan, tiny, in Triton's interpreter
@@ -46,6 +46,7 @@ GPU_SHAPES = [(128, 200, 128), (50, 1000, 190), (32, 100, 512), (32, 50, 2048)]
 TINY_SHAPES = [(3, 4, 16), (2, 3, 24)]  # the interpreter is slow: one shape of all cells, one of EURNN
 TINY_HIDDEN = {model: {**sizes, "hidden_size": 12} for model, sizes in paper_trial.PAPER_HIDDEN.items()}
 TINY_HIDDEN["ncgru"] = {"hidden_size": 12, "rho": 4}
+CAPTURES = (True, False)  # each trial's step in a CUDA graph where it can be, and never
 
 
 def setup_for(args: argparse.Namespace) -> sections.Setup:
@@ -146,34 +147,48 @@ def ms_per_iteration(output: str, iterations: int) -> float:
 
 
 def trials(setup: sections.Setup) -> list[dict]:
-    """One paper-scale denoise trial per model in a `sweeper train` process of its own, against GRU's;
-    one after another on a GPU (each has it alone), two at a time under `--cpu-check`."""
+    """One paper-scale denoise trial per model in a `sweeper train` process of its own, against GRU's,
+    each twice: the training step captured in a CUDA graph (`capture: true`, the default) and
+    uncaptured (`capture: false`); one after another on a GPU (each has it alone), two at a time
+    under `--cpu-check` (where neither captures)."""
     models = ["gru", *(m for m in setup.paper_hidden if m != "gru")]
+    runs = [(model, capture) for model in models for capture in CAPTURES]
     at_once = 2 if setup.tiny else 1
-    outputs: dict[str, tuple[int, str, float]] = {}
-    for first in range(0, len(models), at_once):
+    outputs: dict[tuple[str, bool], tuple[int, str, float]] = {}
+    for first in range(0, len(runs), at_once):
         started = time.perf_counter()
-        batch = models[first : first + at_once]
-        commands = [sweeper_train(m, setup, setup.trial_iterations, {"kernel": "fused"} if setup.tiny and m not in ("gru", "lstm") else {}) for m in batch]  # fmt: skip
-        for model, (code, output) in zip(batch, run_commands(setup, commands), strict=True):
-            outputs[model] = (code, output, time.perf_counter() - started)
+        batch = runs[first : first + at_once]
+        commands = [sweeper_train(m, setup, setup.trial_iterations, {**({"kernel": "fused"} if setup.tiny and m not in ("gru", "lstm") else {}), "capture": capture}) for m, capture in batch]  # fmt: skip
+        for run, (code, output) in zip(batch, run_commands(setup, commands), strict=True):
+            outputs[run] = (code, output, time.perf_counter() - started)
     rows: list[dict] = []
     for model in models:
-        code, output, process_s = outputs[model]
+        code, output, process_s = outputs[(model, True)]
         if code != 0:
             rows.append({"model": model, "error": output[-1500:]})
             continue
-        final = paper_trial.last_report(
-            [line for line in output.splitlines() if line.startswith("step ")][-1]
-        )
+        final = paper_trial.last_report(output)
         ms = ms_per_iteration(output, setup.trial_iterations)
         gru = rows[0].get("ms_per_iteration", ms) if rows else ms
         rows.append({
             "model": model, **setup.paper_hidden[model], "kernel": final.get("kernel", "torch"),
-            "path": final.get("kernel_path", "torch"), "ms_per_iteration": ms, "times_gru": ms / gru,
-            "met": model in ("gru", "lstm") or ms / gru <= 1.5, "process_s": process_s,
+            "path": final.get("kernel_path", "torch"), "capture": final.get("capture", ""), "ms_per_iteration": ms,
+            "times_gru": ms / gru, "met": model in ("gru", "lstm") or ms / gru <= 1.5, "process_s": process_s,
+            **uncaptured(*outputs[(model, False)], setup, ms),
         })  # fmt: skip
     return rows
+
+
+def uncaptured(code: int, output: str, process_s: float, setup: sections.Setup, captured_ms: float) -> dict:
+    """The same trial's figures with `capture: false`, and what the graph saves per iteration."""
+    if code != 0:
+        return {"uncaptured_error": output[-1500:]}
+    ms = ms_per_iteration(output, setup.trial_iterations)
+    return {
+        "uncaptured_ms_per_iteration": ms,
+        "graph_speedup": ms / captured_ms,
+        "uncaptured_process_s": process_s,
+    }
 
 
 def packing(setup: sections.Setup) -> list[dict]:
@@ -212,9 +227,10 @@ def summary(document: dict) -> None:
     for row in document["cells"]:
         if row["precision"] == "ieee":
             print(f"  {row['model']:<14}{row['shape']!s:<18}{row['fwd_bwd_ms']:9.2f} ms  ×{row['times_gru']:5.2f}  {'met' if row['met'] else 'MISSED'}  {row['path']}")  # fmt: skip
-    print("paper-scale trials, ms/iteration (× GRU)")
+    print("paper-scale trials, ms/iteration (× GRU), the step captured (capture: true) and not (off)")
     for row in document["trials"]:
-        print(f"  {row['model']:<14}" + (f"{row['ms_per_iteration']:9.2f}  ×{row['times_gru']:5.2f}" if "ms_per_iteration" in row else " failed"))  # fmt: skip
+        off = f"  off {row['uncaptured_ms_per_iteration']:9.2f}  graph ×{row['graph_speedup']:5.2f}" if "graph_speedup" in row else "  off failed"  # fmt: skip
+        print(f"  {row['model']:<14}" + (f"{row['ms_per_iteration']:9.2f}  ×{row['times_gru']:5.2f}  {row['capture']:<14}{off}" if "ms_per_iteration" in row else " failed"))  # fmt: skip
     tests = document["tests"]
     print(f"kernel tests on {tests['device']}: {tests['passed']} passed, {tests['failures']} failed, {tests['errors']} errors")  # fmt: skip
     print("section seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in document["seconds"].items()))

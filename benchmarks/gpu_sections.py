@@ -290,6 +290,7 @@ KERNEL_TEST_FILES = [
     "tests/trainables/models/scans/test_fused.py",
     "tests/trainables/models/scans/test_plan.py",
     "tests/trainables/test_gpu_memory.py",
+    "tests/trainables/test_capture.py",
 ]
 
 

@@ -135,6 +135,13 @@ TRAINING_HYPERPARAMS: tuple[Hyperparam, ...] = (
         high=1.0,
         help="on a GPU, the share of its memory the trial may take (0: no cap); a sweep sets its GPU share",
     ),
+    Hyperparam(
+        "capture",
+        "bool",
+        True,
+        help="on CUDA, replay each training step from one CUDA graph where the task allows (the plain "
+        "step where capturing fails); false: never; a CPU never captures",
+    ),
 )
 TRAINING = {hp.name: hp for hp in TRAINING_HYPERPARAMS}
 

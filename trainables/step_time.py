@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from trainables.train import TrialConfig, apply_step, build, build_optimizers, gradients, pick_device
+from trainables.step import apply_step, gradients
+from trainables.train import TrialConfig, build, build_optimizers, pick_device
 
 
 def seconds_per_step(config: Mapping[str, Any], steps: int = 2) -> float:

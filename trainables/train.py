@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from trainables.capture import CapturedStep, capture_declined
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
 from trainables.memory import TrialOutOfMemory, gpu_memory_share, resident_mb
@@ -23,6 +24,7 @@ from trainables.models.scans.choice import resolve_kernel, triton_cache_problem
 from trainables.optimizers import make_optimizer
 from trainables.registry import MODELS, TASKS
 from trainables.sizing import count_parameters
+from trainables.step import PlainStep, StepParts
 from trainables.tasks.base import Task
 
 # (step, metrics): numbers, and text facts of the run such as the kernel its recurrence ran on
@@ -153,16 +155,19 @@ def combined_diagnostics(rnns: Sequence[RecurrentModel]) -> dict[str, float]:
 
 
 def build_optimizers(
-    rnns: Sequence[RecurrentModel], network: nn.Module, trial: TrialConfig
+    rnns: Sequence[RecurrentModel], network: nn.Module, trial: TrialConfig, capturable: bool = False
 ) -> list[torch.optim.Optimizer]:
-    """One optimizer for ordinary weights and, for orthogonal models, one for angles / A."""
+    """One optimizer for ordinary weights and, for orthogonal models, one for angles / A;
+    `capturable` where a CUDA graph will capture their steps."""
     orthogonal = [p for rnn in rnns for p in rnn.orthogonal_parameters()]
     ids = {id(p) for p in orthogonal}
     ordinary = [p for p in network.parameters() if p.requires_grad and id(p) not in ids]
-    optimizers = [make_optimizer(trial.training["optimizer"], ordinary, trial.training["lr"])]
+    optimizers = [make_optimizer(trial.training["optimizer"], ordinary, trial.training["lr"], capturable)]
     if orthogonal:
         optimizers.append(
-            make_optimizer(trial.model_params["orth_optimizer"], orthogonal, trial.model_params["orth_lr"])
+            make_optimizer(
+                trial.model_params["orth_optimizer"], orthogonal, trial.model_params["orth_lr"], capturable
+            )
         )
     return optimizers
 
@@ -236,27 +241,6 @@ def load_weights(network: nn.Module, weights: Mapping[str, torch.Tensor]) -> Non
     network.load_state_dict(weights)
 
 
-def gradients(
-    task: Task, network: nn.Module, optimizers: Sequence[torch.optim.Optimizer], clip: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first half of a training step, on one fresh batch: the loss and the clipped gradient's
-    norm, both left on the device."""
-    network.train()
-    loss = task.loss(network, task.train_batch())
-    for optimizer in optimizers:
-        optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    return loss, torch.nn.utils.clip_grad_norm_(network.parameters(), clip)
-
-
-def apply_step(optimizers: Sequence[torch.optim.Optimizer], rnns: Sequence[RecurrentModel]) -> None:
-    """The second half: every optimizer steps, then the models carry their maintained inverses over."""
-    for optimizer in optimizers:
-        optimizer.step()
-    for rnn in rnns:
-        rnn.after_optimizer_step()
-
-
 EARLY_STEPS = (1, 2, 5, 10, 20, 50)  # `progress` hears of these, before the first report
 Progress = Callable[[int, float, float], None]  # (step, mean training loss so far, seconds)
 
@@ -280,6 +264,9 @@ def train(
 
     `progress`, for a person watching one run, hears the training loss at the `EARLY_STEPS`
     before the first report (reading it there costs a GPU a wait on those few steps only).
+
+    On CUDA, the `capture` setting replays the step from a CUDA graph (`trainables.capture`);
+    the reports' `capture` says whether it did, and why not.
 
     Returns the last reported metrics. Raises `TrialDiverged` on a non-finite loss, so the caller
     records a failure with its reason instead of a meaningless value, and `TrialOutOfMemory` when
@@ -305,7 +292,8 @@ def _train(
     if initial_weights is not None:
         load_weights(network, initial_weights)
     facts = network_facts(task, network)
-    optimizers = build_optimizers(rnns, network, trial)
+    declined = capture_declined(hp["capture"], device, task)
+    optimizers = build_optimizers(rnns, network, trial, capturable=declined is None)
 
     started = time.perf_counter()
     # The window's summed loss and gradient norm stay on the device: a GPU step never waits for the
@@ -327,11 +315,11 @@ def _train(
         started -= saved["wall_time"]
         restored = {"restored_from_step": float(saved["step"])}
     clip = hp["grad_clip"] if hp["grad_clip"] > 0 else math.inf
+    parts = StepParts(task, network, optimizers, rnns, clip, loss_sum, norm_sum)
+    training_step = PlainStep(parts, declined) if declined is not None else CapturedStep(parts, device)
     window_start = first
     for step in range(first, hp["iterations"] + 1):
-        loss, grad_norm = gradients(task, network, optimizers, clip)
-        loss_sum += loss.detach()
-        norm_sum += grad_norm
+        loss, grad_norm = training_step.gradients()
         window_steps += 1
         reporting = step % hp["eval_every"] == 0 or step == hp["iterations"]
         early = progress is not None and step in EARLY_STEPS and step < hp["eval_every"]
@@ -345,7 +333,7 @@ def _train(
                 )
         if early:
             progress(step, loss_total / window_steps, time.perf_counter() - started)
-        apply_step(optimizers, rnns)
+        training_step.finish()
         if reporting:
             network.eval()
             final = step == hp["iterations"]
@@ -358,6 +346,7 @@ def _train(
                 **combined_diagnostics(rnns),
                 **facts,
                 **kernel_facts(rnns),
+                "capture": training_step.capture,
             }
             if not math.isfinite(metrics[task.objective]):
                 raise TrialDiverged(f"{task.objective} became {metrics[task.objective]} at step {step}")

@@ -36,7 +36,7 @@ PAPER_SETTINGS = {
 # hidden size, the middle one the task's inner size.
 INNER_SIZE = "task.inner_hidden_size"
 # Settings that change neither what a run learns nor what it measures: where files are, how often
-# a trial saves its state, the memory guards, the implementation of the time loop.
+# a trial saves its state, the memory guards, the implementation of the time loop and of the step.
 OPERATIONAL = frozenset(
     {
         "checkpoint_every",
@@ -44,6 +44,7 @@ OPERATIONAL = frozenset(
         "gpu_memory_fraction",
         "kernel",
         "kernel_precision",
+        "capture",
         "task.data_dir",
         "task.data_seed",
     }

@@ -58,6 +58,7 @@ def test_cpu_check_runs_the_whole_plan_and_writes_the_json(tmp_path: Path) -> No
     assert set(trials) == {"gru", "lstm", "eurnn", "goru", "goru_noreset", "goru_noupdate", "scornn", "ncgru"}
     assert all("ms_per_iteration" in row for row in trials.values()), figures["trials"]
     assert trials["goru"]["kernel"] == "fused" and trials["goru"]["path"].startswith("givens")
+    assert all(row["capture"] == "eager:cpu" and row["graph_speedup"] > 0 for row in trials.values())
     assert {(row["model"], row["per_gpu"]) for row in figures["packing"]} == {
         (m, k) for m in ("gru", "goru") for k in (1, 2)
     }

@@ -43,8 +43,9 @@ class OrthogonalModel(RecurrentModel):
     """A model with orthogonal recurrent matrices, each a parametrization module among its
     submodules (`GivensRotations`, `ScaledCayley`): their parameters get the orthogonal
     optimizer, their maintained inverses are carried over each step, and their diagnostics are
-    reported. `kernel` picks the implementation of the time loop (`scans.choice`), and
-    `kernel_record` says what the last forward pass ran."""
+    reported. `kernel` picks the implementation of the time loop and of the matrices' builds
+    (`scans.choice`), which a model hands its parametrizations with its `kernel_record`; the
+    record says what the last forward pass ran."""
 
     kernel: str = "auto"
     kernel_precision: str = "ieee"
@@ -69,7 +70,7 @@ class OrthogonalModel(RecurrentModel):
                 part.after_optimizer_step()
 
     def diagnostics(self) -> dict[str, float]:
-        if self.kernel_record.kernel == "fused":  # a barrier that gave up made this window's results wrong
+        if self.kernel_record.scan == "fused":  # a barrier that gave up made this window's results wrong
             raise_if_stalled(next(self.parameters()).device)
         with torch.no_grad():
             matrices = self.orthogonal_matrices()
@@ -85,7 +86,7 @@ class OrthogonalModel(RecurrentModel):
         """The implementation this forward pass takes for an input like `x`."""
         kernel = resolve_kernel(self.kernel, x.device, x.dtype)
         if kernel == "loop":
-            self.kernel_record.kernel = self.kernel_record.path = "loop"
+            self.kernel_record.scan = self.kernel_record.path = "loop"
         return kernel
 
     def scan_options(self) -> dict[str, Any]:

@@ -39,7 +39,8 @@ class EURNN(OrthogonalModel):
         self.input_weight = nn.Parameter(
             uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
         )
-        self.rotations = GivensRotations(hidden_size, resolve_layout(layout, hidden_size), capacity)
+        layout = resolve_layout(layout, hidden_size)
+        self.rotations = GivensRotations(hidden_size, layout, capacity, kernel, self.kernel_record)
         self.activation = ModReLU(hidden_size, modrelu_eps)
 
     def forward(self, x: torch.Tensor, state: State = None) -> tuple[torch.Tensor, State]:

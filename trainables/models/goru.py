@@ -65,7 +65,7 @@ class GORU(OrthogonalModel):
         update_bias = uniform_(torch.empty(n), glorot_uniform_bound(n, n))
         biases = [torch.full((n,), RESET_BIAS_INIT)] * self.reset + [update_bias] * self.update
         self.gate_bias = nn.Parameter(torch.cat(biases))
-        self.rotations = GivensRotations(n, resolve_layout(layout, n), capacity)
+        self.rotations = GivensRotations(n, resolve_layout(layout, n), capacity, kernel, self.kernel_record)
         self.activation = ModReLU(n, modrelu_eps, bias_init=MODRELU_BIAS_INIT)
 
     def forward(self, x: torch.Tensor, state: State = None) -> tuple[torch.Tensor, State]:

@@ -127,7 +127,11 @@ class NCGRU(OrthogonalModel):
         self.input_weight = nn.Parameter(torch.empty(3 * n, input_size))  # [c|r|u]
         self.gate_bias = nn.Parameter(torch.empty(2 * n))  # b_r, b_u
         self.cayley = nn.ModuleDict(
-            {g: ScaledCayley(n, rho, neumann_order, reset_interval) for g in GATES if g in orthogonal}
+            {
+                g: ScaledCayley(n, rho, neumann_order, reset_interval, kernel, self.kernel_record)
+                for g in GATES
+                if g in orthogonal
+            }
         )
         self.plain = nn.ParameterDict(
             {g: nn.Parameter(torch.empty(n, n)) for g in GATES if g not in orthogonal}

@@ -2,7 +2,10 @@
 (scoRNN, NC-GRU), with NC-GRU's Neumann-series maintenance of the inverse.
 
 Both build the whole n×n matrix once per forward pass, so a recurrent loop does one GEMM per time
-step instead of re-applying the parametrization at every step.
+step instead of re-applying the parametrization at every step. The model's `kernel` setting
+picks the build (`scans.choice.build_matrix`): the ATen ops, the reference and the CPU's path, or
+on CUDA Triton kernels (`scans.givens_matrix`, `scans.cayley_matrix`), where each ATen op would
+be a launch of its own.
 
 Convention: `GivensRotations.matrix()` returns M with `h @ M` equal to U h for a column vector h,
 so models multiply row-major batches of states by M; a Cayley matrix U is used as `h @ U.T`.
@@ -17,6 +20,8 @@ import torch
 from torch import nn
 
 from trainables.hyperparams import Hyperparam
+from trainables.models.scans.choice import build_matrix
+from trainables.models.scans.self_check import KernelRecord
 
 GivensLayout = Literal["fft", "tunable"]
 
@@ -79,13 +84,24 @@ class GivensRotations(nn.Module):
 
     One angle per pair, initialized U(−π, π); there is no diagonal, so det U = +1. A layer acts on
     all pairs at once as h * C + h[partner] * S, the coefficient rows C, S gathered from cos θ and
-    sin θ so that every layer costs three vector operations.
+    sin θ so that every layer costs three vector operations. `kernel` (the owning model's setting)
+    picks how `matrix` builds M (`scans.choice.build_matrix`); `record` (the model's) hears a
+    fallback.
     """
 
-    def __init__(self, n: int, layout: GivensLayout, capacity: int) -> None:
+    def __init__(
+        self,
+        n: int,
+        layout: GivensLayout,
+        capacity: int,
+        kernel: str = "auto",
+        record: KernelRecord | None = None,
+    ) -> None:
         super().__init__()
         self.n = n
         self.layout = layout
+        self.kernel = kernel
+        self.record = record
         layers = givens_pairs(n, layout, capacity)
         n_angles = sum(len(pairs) for pairs in layers)
         self.angles = nn.Parameter(torch.empty(n_angles).uniform_(-math.pi, math.pi))
@@ -107,16 +123,18 @@ class GivensRotations(nn.Module):
     def n_layers(self) -> int:
         return self.partner.shape[0]
 
-    def coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per layer and index, the C and S of h' = h * C + h[partner] * S (layers, n)."""
-        cos, sin = torch.cos(self.angles), torch.sin(self.angles)
+    def coefficients(self, angles: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per layer and index, the C and S of h' = h * C + h[partner] * S (layers, n), from the
+        module's angles or, for a self-check that differentiates a copy, from `angles`."""
+        angles = self.angles if angles is None else angles
+        cos, sin = torch.cos(angles), torch.sin(angles)
         C = torch.cat([cos, cos.new_ones(1)])[self.cos_index]
         S = torch.cat([sin, -sin, sin.new_zeros(1)])[self.sin_index]
         return C, S
 
-    def rotate(self, h: torch.Tensor) -> torch.Tensor:
-        """Apply the layers one after another to the rows of `h` (…, n)."""
-        C, S = self.coefficients()
+    def rotate(self, h: torch.Tensor, angles: torch.Tensor | None = None) -> torch.Tensor:
+        """Apply the layers one after another to the rows of `h` (…, n); `angles` as `coefficients`'."""
+        C, S = self.coefficients(angles)
         for l in range(self.n_layers):
             h = h * C[l] + h.index_select(-1, self.partner[l]) * S[l]
         return h
@@ -129,8 +147,23 @@ class GivensRotations(nn.Module):
         return C.contiguous(), S.contiguous(), self.partner.to(torch.int32).contiguous()
 
     def matrix(self) -> torch.Tensor:
-        """M with h @ M = U h: the layers are linear, so rotating the identity's rows gives U once."""
-        return self.rotate(torch.eye(self.n, dtype=self.angles.dtype, device=self.angles.device))
+        """M with h @ M = U h: the layers are linear, so rotating the identity's rows gives U once.
+
+        Each of `rotate`'s small ops is a launch of its own on a GPU, forward and backward, so
+        where `kernel` takes the kernels, one Triton launch builds M and two give the angles'
+        gradient (`scans.givens_matrix`). The ATen build stays the reference and the CPU's path.
+        """
+        key = ("givens matrix", self.n, self.n_layers, self.angles.dtype)
+        build = self._kernel_matrix, self._aten_matrix
+        return build_matrix(self.kernel, self.record, key, *build, [self.angles])
+
+    def _aten_matrix(self, angles: torch.Tensor) -> torch.Tensor:
+        return self.rotate(torch.eye(self.n, dtype=angles.dtype, device=angles.device), angles)
+
+    def _kernel_matrix(self, angles: torch.Tensor) -> torch.Tensor:
+        from trainables.models.scans import givens_matrix  # imports Triton, which the CPU never needs
+
+        return givens_matrix.givens_matrix(angles, self.partner, self.cos_index, self.sin_index)
 
     def forward(self) -> torch.Tensor:
         return self.matrix()
@@ -171,9 +204,14 @@ class _ScaledCayleyFn(torch.autograd.Function):
     """W = B (I − A) D with the paper's gradient for A, given B ≈ (I + A)^{-1} from outside."""
 
     @staticmethod
-    def forward(ctx, upper, A, inverse, d, rows, cols):  # type: ignore[override]
-        eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
-        W = (inverse @ (eye - A)) * d  # eq. 2 / eq. 4, D on the right scales columns
+    def forward(ctx, upper, A, inverse, d, rows, cols, fused):  # type: ignore[override]
+        if fused:
+            from trainables.models.scans import cayley_matrix  # imports Triton, which the CPU never needs
+
+            W = cayley_matrix.cayley_matrix(upper, inverse, d)  # eq. 2 / eq. 4, one launch
+        else:
+            eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+            W = (inverse @ (eye - A)) * d  # eq. 2 / eq. 4, D on the right scales columns
         ctx.save_for_backward(inverse, W, d, rows, cols)
         return W
 
@@ -182,23 +220,26 @@ class _ScaledCayleyFn(torch.autograd.Function):
         inverse, W, d, rows, cols = ctx.saved_tensors
         V = inverse.T @ torch.addmm(G * d, G, W.T)  # eq. 6: V = (I + A)^{-T} G (D + Wᵀ)
         grad_A = V.T - V  # eq. 5: ∇_A L = Vᵀ − V
-        return grad_A[rows, cols], None, None, None, None, None
+        return grad_A[rows, cols], None, None, None, None, None, None
 
 
 def scaled_cayley(
     upper: torch.Tensor,
-    A: torch.Tensor,
+    A: torch.Tensor | None,
     inverse: torch.Tensor,
     d: torch.Tensor,
     rows: torch.Tensor,
     cols: torch.Tensor,
+    fused: bool = False,
 ) -> torch.Tensor:
     """U = B (I − A) D from the strict upper triangle `upper` of A (A itself given detached).
 
-    The backward is the paper's eqs. 5–6 with the given B, which for an exact inverse equals
-    autograd through a solve, and for NC-GRU's maintained inverse is what Algorithm 1 uses.
+    `fused`: one Triton launch builds U from `upper` (`scans.cayley_matrix`), and A is not read
+    (None will do). The backward is the paper's eqs. 5–6 with the given B, which for an exact
+    inverse equals autograd through a solve, and for NC-GRU's maintained inverse is what
+    Algorithm 1 uses.
     """
-    return _ScaledCayleyFn.apply(upper, A, inverse, d, rows, cols)
+    return _ScaledCayleyFn.apply(upper, A, inverse, d, rows, cols, fused)
 
 
 def skew_from_upper(upper: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, n: int) -> torch.Tensor:
@@ -229,10 +270,24 @@ class ScaledCayley(nn.Module):
     by `after_optimizer_step`: exactly every `reset_interval` steps (and on every step for order
     0), else by the Neumann series of that order with δA the step the optimizer actually took, so
     the series is right for Adam and RMSProp as well as SGD.
+
+    `kernel` (the owning model's setting) picks how U is built from B
+    (`scans.choice.build_matrix`): the ATen ops or one Triton launch; `record` (the model's) hears
+    a fallback.
     """
 
-    def __init__(self, n: int, rho: int, neumann_order: int | None = None, reset_interval: int = 50) -> None:
+    def __init__(
+        self,
+        n: int,
+        rho: int,
+        neumann_order: int | None = None,
+        reset_interval: int = 50,
+        kernel: str = "auto",
+        record: KernelRecord | None = None,
+    ) -> None:
         super().__init__()
+        self.kernel = kernel
+        self.record = record
         if neumann_order is not None and not 0 <= neumann_order <= 3:
             raise ValueError(f"neumann_order must be 0 (exact inverse), 1, 2 or 3, got {neumann_order}")
         if reset_interval < 1:
@@ -261,13 +316,26 @@ class ScaledCayley(nn.Module):
 
     @staticmethod
     def _exact_inverse(A: torch.Tensor) -> torch.Tensor:
-        return torch.linalg.inv(torch.eye(A.shape[0], dtype=A.dtype, device=A.device) + A)
+        """(I + A)^{-1}, which exists for every skew A (eigenvalues 1 + iλ, never 0): so the
+        error flag of the LU is not read, which would wait for the GPU at every forward pass."""
+        eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+        return torch.linalg.inv_ex(eye + A, check_errors=False).inverse  # eq. 2: (I + A)^{-1}
 
     def forward(self) -> torch.Tensor:
         """The orthogonal matrix U, differentiable in `upper` through eqs. 5–6."""
-        A = self.skew().detach()
-        inverse = self.inverse if self.neumann_order is not None else self._exact_inverse(A)
-        return scaled_cayley(self.upper, A, inverse, self.d, self.rows, self.cols)
+        exact = self.skew().detach() if self.neumann_order is None else None
+        inverse = self.inverse if exact is None else self._exact_inverse(exact)
+
+        def aten(upper: torch.Tensor, inverse: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+            A = exact if exact is not None else skew_from_upper(upper, self.rows, self.cols, self.n).detach()
+            return scaled_cayley(upper, A, inverse, d, self.rows, self.cols)
+
+        def kernels(upper: torch.Tensor, inverse: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+            return scaled_cayley(upper, None, inverse, d, self.rows, self.cols, fused=True)  # A from `upper`
+
+        # B from the LU is column-major, from the series row-major: each compiles, and is checked, apart
+        key = ("cayley matrix", self.n, self.upper.dtype, inverse.stride())
+        return build_matrix(self.kernel, self.record, key, kernels, aten, [self.upper, inverse, self.d])
 
     @torch.no_grad()
     def after_optimizer_step(self) -> None:

@@ -42,7 +42,7 @@ class ScoRNN(OrthogonalModel):
         self.input_weight = nn.Parameter(
             uniform_(torch.empty(hidden_size, input_size), REFERENCE_INPUT_BOUND)
         )
-        self.cayley = ScaledCayley(hidden_size, rho)
+        self.cayley = ScaledCayley(hidden_size, rho, kernel=kernel, record=self.kernel_record)
         self.activation = ModReLU(hidden_size, modrelu_eps)
 
     def forward(self, x: torch.Tensor, state: State = None) -> tuple[torch.Tensor, State]:

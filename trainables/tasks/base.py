@@ -44,6 +44,12 @@ class Task(ABC):
     stream_attributes: ClassVar[tuple[str, ...]] = ()
     """Attributes that position the training stream (generators, epoch order, carried state)."""
 
+    capturable: ClassVar[bool] = False
+    """Whether a CUDA graph may replay the training step (`trainables.capture`): every training
+    batch a tuple of tensors of one shape and dtype, copied into the buffers the graph reads, and
+    a loss that keeps nothing from one batch to the next (a graph would read a carried state where
+    the capture found it)."""
+
     def stream_state(self) -> dict[str, Any]:
         """Where the training stream is, so a trial restored from a checkpoint continues it."""
         state = {}

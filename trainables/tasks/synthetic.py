@@ -39,6 +39,7 @@ class GeneratedTask(Task):
     and are generated once, on first use, so every trial of a sweep is scored on the same data."""
 
     stream_attributes: ClassVar[tuple[str, ...]] = ("_train_gen",)
+    capturable: ClassVar[bool] = True
 
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss", "valid_accuracy")
 

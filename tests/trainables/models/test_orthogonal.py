@@ -1,8 +1,13 @@
+import importlib
 import math
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
 
+from trainables.catalog import load_all
+from trainables.models.base import OrthogonalModel
 from trainables.models.orthogonal import (
     GivensRotations,
     ScaledCayley,
@@ -15,7 +20,11 @@ from trainables.models.orthogonal import (
     scaling_diagonal,
     skew_from_upper,
 )
+from trainables.models.scans import choice, self_check
 from trainables.optimizers import make_optimizer
+from trainables.registry import MODELS
+
+load_all()
 
 OPTIMIZERS = ("rmsprop", "rmsprop_tf", "adam", "sgd")
 
@@ -268,3 +277,217 @@ def test_a_restored_inverse_keeps_its_reset_schedule() -> None:
     assert restored._step_count == 3
     errors = _steps(restored, "sgd", 1e-2, 1)  # its fourth step: an exact reset
     assert errors[0] < 1e-12
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_the_exact_inverse_is_bit_for_bit_the_one_linalg_inv_gives(dtype: torch.dtype) -> None:
+    """Reading no error flag changes no number: scoRNN's U and NC-GRU's reset inverse are those
+    `torch.linalg.inv` gave."""
+    torch.manual_seed(0)
+    n = 24
+    eye = torch.eye(n, dtype=dtype)
+    scornn = ScaledCayley(n, rho=3).to(dtype)
+    with torch.no_grad():
+        scornn.upper.add_(0.5 * torch.randn_like(scornn.upper))
+    A = scornn.skew().detach()
+    inverse = torch.linalg.inv(eye + A)
+    assert torch.equal(scornn(), scaled_cayley(scornn.upper, A, inverse, scornn.d, scornn.rows, scornn.cols))
+    ncgru = ScaledCayley(n, rho=3, neumann_order=0).to(dtype)
+    with torch.no_grad():
+        ncgru.upper.add_(0.5 * torch.randn_like(ncgru.upper))
+    ncgru.after_optimizer_step()
+    assert torch.equal(ncgru.inverse, torch.linalg.inv(eye + ncgru.skew().detach()))
+
+
+def host_reads(run: Callable[[], None]) -> list[str]:
+    """Where `run` reads a tensor's value back to the host (`aten::_local_scalar_dense`, which on
+    CUDA waits for the GPU), as the chain of ops it ran in. The CPU's LU solve checks its pivots
+    that way and the CUDA one does not, so reads inside `aten::linalg_lu_solve` are left out."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        run()
+    reads = []
+    for event in profile.events():
+        chain, parent = [event.name], event.cpu_parent
+        while parent is not None:
+            chain.append(parent.name)
+            parent = parent.cpu_parent
+        if event.name == "aten::_local_scalar_dense" and "aten::linalg_lu_solve" not in chain:
+            reads.append(" in ".join(chain))
+    return reads
+
+
+@pytest.mark.parametrize(
+    ("neumann_order", "interval"),
+    [(None, 50), (0, 50), (2, 2)],
+    ids=["scornn exact", "ncgru order 0", "ncgru order 2 with resets"],
+)
+def test_the_cayley_update_never_reads_from_the_device(neumann_order: int | None, interval: int) -> None:
+    """Forward, backward and Algorithm 1's inverse update (series and reset) read nothing back:
+    `torch.linalg.inv` read its error flag at every call, which syncs a GPU with the host."""
+    torch.manual_seed(0)
+    cayley = ScaledCayley(8, rho=2, neumann_order=neumann_order, reset_interval=interval)
+
+    def step() -> None:
+        (cayley() * torch.randn(8, 8)).sum().backward()
+        with torch.no_grad():  # the optimizer's own reads are its business, not the parametrization's
+            cayley.upper -= 1e-2 * cayley.upper.grad
+        cayley.upper.grad = None
+        cayley.after_optimizer_step()
+
+    assert host_reads(lambda: [step() for _ in range(3)]) == []
+    # and it sees a read where there is one
+    assert host_reads(lambda: torch.linalg.inv(torch.eye(3))) != []
+
+
+# The `kernel` setting picks the matrices' builds as it picks the time loop's implementation:
+# `loop` the ATen ops, `fused` the Triton kernels, `auto` the kernels on CUDA after a self-check.
+# Here the kernels run in Triton's interpreter on CPU tensors; `kernels_resolve_as_on_cuda` makes
+# the builds (only they: the scans keep the loop) resolve the setting as on a GPU.
+BUILDS = {
+    "eurnn": "givens_matrix",
+    "goru": "givens_matrix",
+    "scornn": "cayley_matrix",
+    "ncgru": "cayley_matrix",
+}
+
+
+def model_of(name: str, kernel: str) -> OrthogonalModel:
+    torch.manual_seed(0)
+    return MODELS.get(name).create(3, 8, kernel=kernel)
+
+
+def spy_on_kernels(monkeypatch: pytest.MonkeyPatch, name: str, fault: str | None = None) -> list[int]:
+    """Count the calls of the model's Triton build (`givens_matrix.givens_matrix` or
+    `cayley_matrix.cayley_matrix`), which `fault` breaks: a wrong matrix or an error at launch."""
+    module = importlib.import_module(f"trainables.models.scans.{BUILDS[name]}")
+    build, calls = getattr(module, BUILDS[name]), []
+
+    def spied(*args: Any, **kwargs: Any) -> torch.Tensor:
+        calls.append(1)
+        if fault == "error":
+            raise RuntimeError("out of resources: shared memory, required: 395264, hardware limit: 232448")
+        matrix = build(*args, **kwargs)
+        return matrix * 1.01 if fault == "mismatch" else matrix
+
+    monkeypatch.setattr(module, BUILDS[name], spied)
+    return calls
+
+
+@pytest.fixture
+def kernels_resolve_as_on_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    pytest.importorskip("triton", reason="the Triton builds need Triton (a test dependency)")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resolve = choice.resolve_kernel
+
+    def as_on_cuda(setting: str, device: torch.device, dtype: torch.dtype, dtypes: tuple) -> str:
+        return resolve(setting, torch.device("cuda"), dtype, dtypes)
+
+    monkeypatch.setattr(choice, "resolve_kernel", as_on_cuda)
+    self_check.forget()
+    yield
+    self_check.forget()
+
+
+def aten_matrices(model: OrthogonalModel) -> list[torch.Tensor]:
+    """The model's matrices as the ATen ops build them."""
+    matrices = []
+    for part in model.parametrizations():
+        setting, part.kernel = part.kernel, "loop"
+        matrices.append(part.matrix() if isinstance(part, GivensRotations) else part())
+        part.kernel = setting
+    return matrices
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_kernel_loop_builds_with_aten_even_where_the_kernels_could_run(
+    name: str, monkeypatch: pytest.MonkeyPatch, kernels_resolve_as_on_cuda: None
+) -> None:
+    calls = spy_on_kernels(monkeypatch, name)
+    model = model_of(name, "loop")
+    x = torch.randn(4, 2, 3)
+    model(x)[0].sum().backward()
+    assert calls == [] and model.kernel_record.kernel == "loop"
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_kernel_fused_builds_with_the_kernels_unchecked(
+    name: str, monkeypatch: pytest.MonkeyPatch, kernels_resolve_as_on_cuda: None
+) -> None:
+    calls = spy_on_kernels(monkeypatch, name)
+    model = model_of(name, "fused")
+    matrices = model.orthogonal_matrices()
+    assert len(calls) == len(matrices)  # one launch each: no self-check ran first
+    for got, want in zip(matrices, aten_matrices(model), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_fused_where_the_builds_cannot_run_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match=r"kernel: 'fused' cannot run here: the device is cpu"):
+        model_of("eurnn", "fused").orthogonal_matrices()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    rotations = GivensRotations(8, "fft", 1, kernel="fused").half()
+    with pytest.raises(ValueError, match=r"the fused kernels compute in float32 or float64"):
+        rotations.matrix()
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_auto_checks_each_build_once_then_takes_the_kernels(
+    name: str, monkeypatch: pytest.MonkeyPatch, kernels_resolve_as_on_cuda: None
+) -> None:
+    calls = spy_on_kernels(monkeypatch, name)
+    model = model_of(name, "auto")
+    x = torch.randn(4, 2, 3)
+    out, _ = model(x)
+    checked = len(calls)
+    model(x)
+    matrices = len(model.parametrizations())
+    assert checked == matrices + 1 and len(calls) == checked + matrices  # one check, kept for the process
+    assert model.kernel_record.kernel == "loop" and model.kernel_record.problems == []
+    torch.testing.assert_close(out, model_of(name, "loop")(x)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fault", ["mismatch", "error"])
+@pytest.mark.parametrize("name", BUILDS)
+def test_a_build_that_fails_its_self_check_falls_back_to_aten_and_says_so(
+    name: str,
+    fault: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    kernels_resolve_as_on_cuda: None,
+) -> None:
+    calls = spy_on_kernels(monkeypatch, name, fault)
+    model = model_of(name, "auto")
+    x = torch.randn(4, 2, 3)
+    for _ in range(2):  # checked once; the verdict holds for the process
+        out, last = model(x)
+    assert len(calls) == 1
+    reference = model_of(name, "loop")(x)
+    assert torch.equal(out, reference[0]) and torch.equal(last, reference[1])  # the ATen build's numbers
+    record = model.kernel_record
+    assert record.kernel == f"loop+{self_check.MATRIX_FELL_BACK}" and len(record.problems) == 1
+    assert not any(c in record.kernel for c in " ,")  # one word of the trial's `kernel` metric
+    expected = "out of resources" if fault == "error" else "the matrix differs from the ATen build's"
+    assert expected in record.problems[0]
+    assert sum("failed its self-check" in message for message in caplog.messages) == 1
+
+
+@pytest.mark.parametrize("name", BUILDS)
+def test_auto_on_a_cpu_builds_with_aten_bit_for_bit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the CPU's trials ran before the kernels existed, to the bit, and no self-check."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter could run the kernels: still not taken
+
+    def no_check(*args: Any) -> None:
+        raise AssertionError("a CPU checked a Triton build")
+
+    monkeypatch.setattr(self_check, "build_verdict", no_check)
+    model = model_of(name, "auto")
+    for part in model.parametrizations():
+        if isinstance(part, GivensRotations):
+            built, want = part.matrix(), part.rotate(torch.eye(part.n))
+        else:
+            A = part.skew().detach()
+            eye = torch.eye(part.n)
+            inverse = torch.linalg.inv(eye + A) if part.neumann_order is None else part.inverse
+            built, want = part(), (inverse @ (eye - A)) * part.d
+        assert torch.equal(built, want)

@@ -30,4 +30,17 @@ cell has more than one matrix to hold):
 Every fused path goes through `fused.py` (the autograd functions and the launches), `plan.py`
 (the path and grid) and `kernel_parts.py` (the Triton helpers both kernel files share); the split
 path's barrier is `kernel_parts.grid_sync` on the device and `barrier.py` on the host.
+
+The orthogonal matrices themselves are built once per forward pass, outside the scan, by the
+parametrizations in models/orthogonal.py, as the same `kernel` setting says
+(`choice.build_matrix`): `loop` by the ATen ops there, the reference; `fused` by Triton
+kernels, imported at their first use, in float32 or float64; `auto` by those on CUDA once each has
+agreed with its ATen build in the process (`self_check.build_verdict`), else, and on a CPU, by
+the ATen ops. A build that fails its check adds `+aten-matrix:…` to the trial's `kernel` metric.
+
+    matrix                      models                      kernel: loop (ATen)         kernel: fused
+    Givens M, dL/dθ             eurnn, goru and ablations   models/orthogonal.py,       givens_matrix.py,
+                                                            GivensRotations.rotate      givens_kernels.py
+    scaled Cayley U (eq. 2/4)   scornn, ncgru               models/orthogonal.py,       cayley_matrix.py,
+                                                            scaled_cayley               cayley_kernels.py
 """

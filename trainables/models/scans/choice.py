@@ -7,6 +7,11 @@ Triton imports, in float32, and `loop` otherwise, so a CPU keeps its code path a
 it first checks each fused variant against the loop in the process (`self_check`) and keeps the
 loop where the check fails. `kernel_precision` sets the operands of the fused kernels' products;
 the loop computes in IEEE float32 whatever it says.
+
+The same setting picks how the orthogonal matrices are built (`build_matrix`): `loop` the ATen
+ops, the reference; `fused` the Triton builds (`givens_matrix`, `cayley_matrix`), which compute
+in float32 and float64 (`BUILD_DTYPES`); `auto` those on CUDA once each has agreed with the ATen
+build in the process.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
+from collections.abc import Hashable, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -22,15 +28,20 @@ from typing import Literal
 import torch
 
 from trainables.hyperparams import Hyperparam
+from trainables.models.scans import self_check
+from trainables.models.scans.self_check import Build, KernelRecord
 
 Kernel = Literal["fused", "loop"]
+SCAN_DTYPES = (torch.float32,)
+BUILD_DTYPES = (torch.float32, torch.float64)
 
 KERNEL = Hyperparam(
     "kernel",
     "categorical",
     "auto",
     choices=("auto", "fused", "loop"),
-    help="time loop: fused Triton kernels (CUDA, float32), the plain loop, or auto: fused where it can run",
+    help="time loop and matrix builds: fused Triton kernels (CUDA; the loop's in float32), the plain "
+    "ones, or auto: fused where they can run",
 )
 KERNEL_PRECISION = Hyperparam(
     "kernel_precision",
@@ -58,12 +69,16 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def fused_problem(device: torch.device, dtype: torch.dtype = torch.float32) -> str | None:
-    """Why the fused kernels cannot run on `device` in `dtype`, or None when they can."""
+def fused_problem(
+    device: torch.device, dtype: torch.dtype = torch.float32, dtypes: tuple[torch.dtype, ...] = SCAN_DTYPES
+) -> str | None:
+    """Why the fused kernels that compute in `dtypes` cannot run on `device` in `dtype`, or None
+    when they can."""
     if device.type != "cuda" and not interpreting():
         return f"the device is {device.type}, and the fused kernels need CUDA"
-    if dtype != torch.float32:
-        return f"the dtype is {dtype}, and the fused kernels compute in float32"
+    if dtype not in dtypes:
+        names = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
+        return f"the dtype is {dtype}, and the fused kernels compute in {names}"
     return triton_problem()
 
 
@@ -86,16 +101,47 @@ def triton_cache_problem() -> str | None:
     return None
 
 
-def resolve_kernel(setting: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Kernel:
-    """The implementation `setting` means on `device`; `fused` where it cannot run is an error."""
+def resolve_kernel(
+    setting: str,
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    dtypes: tuple[torch.dtype, ...] = SCAN_DTYPES,
+) -> Kernel:
+    """The implementation `setting` means on `device` for kernels that compute in `dtypes` (the
+    scans', or `BUILD_DTYPES` for the matrix builds); `fused` where it cannot run is an error."""
     if setting == "loop":
         return "loop"
     if setting == "auto":
-        return "fused" if device.type == "cuda" and fused_problem(device, dtype) is None else "loop"
-    problem = fused_problem(device, dtype)
+        return "fused" if device.type == "cuda" and fused_problem(device, dtype, dtypes) is None else "loop"
+    problem = fused_problem(device, dtype, dtypes)
     if problem is not None:
         raise ValueError(f"kernel: 'fused' cannot run here: {problem}; use kernel: auto or loop")
     return "fused"
+
+
+def build_matrix(
+    setting: str,
+    record: KernelRecord | None,
+    key: Hashable,
+    kernels: Build,
+    aten: Build,
+    inputs: Sequence[torch.Tensor],
+) -> torch.Tensor:
+    """An orthogonal matrix built from `inputs` (its parameter first) by `kernels` or by `aten`,
+    chosen as the time loop's implementation is, so that `loop` runs the reference throughout and
+    a CPU's numbers never depend on Triton: `fused` the kernels, an error where they cannot run;
+    `auto` the kernels on CUDA once they agreed with the ATen build in this process
+    (`self_check.build_verdict`, once per `key`), else the ATen ops, which `record` hears."""
+    parameter = inputs[0]
+    if resolve_kernel(setting, parameter.device, parameter.dtype, BUILD_DTYPES) == "loop":
+        return aten(*inputs)
+    if setting == "auto":
+        problem = self_check.build_verdict(key, kernels, aten, inputs)
+        if record is not None:
+            record.hear_matrix(problem)
+        if problem is not None:
+            return aten(*inputs)
+    return kernels(*inputs)
 
 
 def fused_scans() -> ModuleType:

@@ -1,5 +1,6 @@
 """Compile the fused-scan kernels the models launch at the papers' sizes for an H100 (sm_90), without
-a GPU, and report each one's registers, spills and shared memory.
+a GPU, and report each one's registers, spills and shared memory; and the kernels that build the
+orthogonal matrices (`givens_kernels` at the Givens models' sizes, `cayley_kernels`).
 
 Triton's compiler and the ptxas it ships run on any machine: this catches what the interpreter
 cannot (constexpr misuse, types only the compiler checks, register spills, a plan whose matrices
@@ -23,8 +24,10 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
-from trainables.models.scans import reset_after_kernels, reset_before_kernels
+from trainables.models.scans import cayley_kernels, givens_kernels, reset_after_kernels, reset_before_kernels
+from trainables.models.scans.cayley_matrix import BLOCK, BLOCK_K
 from trainables.models.scans.fused import UPDATE_CODES, compile_options
+from trainables.models.scans.givens_matrix import REDUCE_BLOCK, plan_givens
 from trainables.models.scans.plan import H100, ScanPlan, plan_reset_after, plan_reset_before
 
 HOPPER = GPUTarget("cuda", 90, 32)
@@ -53,6 +56,11 @@ SIZES = [
     ("ncgru", 256, 32),
 ]
 QUICK = [("eurnn", 512, 32), ("goru", 128, 128), ("scornn", 190, 50), ("ncgru", 118, 128)]
+# hidden sizes of the Givens models (EURNN and GORU 128 and 512, EURNN 2048 on PTB) and the dtypes
+GIVENS_SIZES = [(128, "fp32"), (128, "fp64"), (512, "fp32"), (2048, "fp32")]
+QUICK_GIVENS = [(512, "fp32"), (2048, "fp32")]
+GIVENS_INDEX_POINTERS = ("partner_ptr", "cos_index_ptr", "sin_index_ptr")  # the module's int64 buffers
+CAYLEY_DTYPES = ("fp32", "fp64")  # one binary for every n
 
 
 def plans(model: str, n: int, batch: int, precisions: tuple[str, ...]) -> list[tuple[ScanPlan, dict]]:
@@ -70,10 +78,13 @@ def plans(model: str, n: int, batch: int, precisions: tuple[str, ...]) -> list[t
     return found
 
 
-def compile_kernel(kernel: triton.runtime.JITFunction, constants: dict[str, object]) -> dict[str, object]:
+def compile_kernel(
+    kernel: triton.runtime.JITFunction, constants: dict[str, object], pointers: dict[str, str] | None = None
+) -> dict[str, object]:
+    """`pointers`: the element type of pointer arguments that are not the scans' float32 or int32."""
     options = {k: constants.pop(k) for k in ("num_warps", "launch_cooperative_grid") if k in constants}
     signature = {
-        name: ("*i32" if name in INT_POINTERS else "*fp32")
+        name: (pointers or {}).get(name, "*i32" if name in INT_POINTERS else "*fp32")
         if name.endswith("_ptr")
         else "constexpr"
         if name in constants
@@ -119,6 +130,35 @@ def build(model: str, n: int, batch: int, plan: ScanPlan, flags: dict) -> dict[s
     }
 
 
+def build_givens_matrix(n: int, dtype: str) -> dict[str, dict[str, object]]:
+    """The Givens matrix's forward, backward and angle-gradient kernels as `plan_givens` launches them."""
+    launch = plan_givens(n, H100)
+    options = dict(
+        ROWS=launch.rows, BLOCK_N=launch.block_n, IN_MEMORY=launch.in_memory, num_warps=launch.warps
+    )
+    floats = ("angles_ptr", "m_ptr", "grad_ptr", "share_ptr", "scratch_ptr")
+    pointers = {name: "*i64" for name in GIVENS_INDEX_POINTERS} | {name: f"*{dtype}" for name in floats}
+    name = f"givens_matrix n={n} {dtype} rows={launch.rows} programs={launch.programs}"
+    return {
+        f"{name} forward": compile_kernel(givens_kernels.givens_matrix_forward, dict(options), pointers),
+        f"{name} backward": compile_kernel(givens_kernels.givens_matrix_backward, dict(options), pointers),
+        f"{name} angle gradient": compile_kernel(
+            givens_kernels.givens_angle_gradient, {"BLOCK": REDUCE_BLOCK}, pointers
+        ),
+    }
+
+
+def build_cayley_matrix(dtype: str) -> dict[str, dict[str, object]]:
+    """The scaled Cayley matrix's kernel as `cayley_matrix` launches it."""
+    constants = dict(BLOCK=BLOCK, BLOCK_K=BLOCK_K, PRECISION="ieee")
+    pointers = {name: f"*{dtype}" for name in ("upper_ptr", "inverse_ptr", "d_ptr", "w_ptr")}
+    return {
+        f"cayley_matrix {dtype} forward": compile_kernel(
+            cayley_kernels.cayley_matrix_forward, constants, pointers
+        )
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -134,6 +174,10 @@ def main() -> None:
             for figure in figures.values():
                 figure["planned_resident"] = plan.resident
             report.update(figures)
+    for n, dtype in QUICK_GIVENS if args.quick else GIVENS_SIZES:
+        report.update(build_givens_matrix(n, dtype))
+    for dtype in CAYLEY_DTYPES:
+        report.update(build_cayley_matrix(dtype))
     print(json.dumps(report))
 
 

@@ -1,5 +1,6 @@
-"""Every fused-scan kernel the models launch at the papers' sizes compiles for an H100 (sm_90), with
-its register spills and shared memory within what the plan assumed — without a GPU."""
+"""Every fused-scan kernel the models launch at the papers' sizes, and the Givens matrix's kernels,
+compile for an H100 (sm_90), with their register spills and shared memory within what the plan
+assumed — without a GPU."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ SPILL_BYTES = 64
 @pytest.mark.slow
 def test_every_planned_kernel_compiles_for_hopper_within_its_resources() -> None:
     pytest.importorskip("triton.backends.nvidia.compiler", reason="Triton without its CUDA backend")
-    from tests.trainables.models.scans.hopper_build import SIZES
+    from tests.trainables.models.scans.hopper_build import CAYLEY_DTYPES, GIVENS_SIZES, SIZES
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     built = subprocess.run(
@@ -35,9 +36,12 @@ def test_every_planned_kernel_compiles_for_hopper_within_its_resources() -> None
     )
     assert built.returncode == 0, built.stderr[-3000:]
     report = json.loads(built.stdout)
-    assert len(report) == 2 * len(PRECISIONS) * len(SIZES)  # forward and backward of every plan
-    paths = {variant.split()[3] for variant in report}
-    assert paths == {"givens", "rows", "split"}
+    scans = [variant for variant in report if not variant.startswith(("givens_matrix", "cayley_matrix"))]
+    assert len(scans) == 2 * len(PRECISIONS) * len(SIZES)  # forward and backward of every plan
+    assert {variant.split()[3] for variant in scans} == {"givens", "rows", "split"}
+    givens = [variant for variant in report if variant.startswith("givens_matrix")]
+    assert len(givens) == 3 * len(GIVENS_SIZES)  # forward, backward and the gradient's reduction
+    assert len(report) == len(scans) + len(givens) + len(CAYLEY_DTYPES)
     for variant, figures in report.items():
         assert figures["spill_bytes"] <= SPILL_BYTES, f"{variant}: {figures}"
         assert figures["shared_bytes"] <= H100.shared_bytes, f"{variant}: {figures}"
