@@ -19,6 +19,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from trainables.models.scans.kernel_parts import exchange
+
 RUNTIME = ["n", "n_angles", "layers"]  # not specialized: one binary for any size and capacity
 
 
@@ -35,21 +37,6 @@ def layer_coefficients(angles_ptr, partner_ptr, cos_index_ptr, sin_index_ptr, la
     sign = tl.where(tl.load(sin_index_ptr + at, mask=ok, other=0) == k, 1.0, -1.0)
     partner = tl.where(ok, tl.load(partner_ptr + at, mask=ok, other=0), full)
     return tl.cos(theta), sign * tl.sin(theta), sign, partner, paired
-
-
-@triton.jit
-def exchange(v, partner, scratch, full, IN_MEMORY: tl.constexpr):
-    """v[:, partner]: by `tl.gather`, which keeps a row within one warp, or past the width where
-    that costs more registers than a thread has (IN_MEMORY) through the program's own `scratch`
-    rows (rows × block_n pointers), between CTA barriers."""
-    if IN_MEMORY:
-        tl.store(scratch + full[None, :], v)
-        tl.debug_barrier()
-        moved = tl.load(scratch + partner[None, :])
-        tl.debug_barrier()
-    else:
-        moved = tl.gather(v, tl.broadcast_to(partner[None, :], v.shape), axis=1)
-    return moved
 
 
 @triton.jit(do_not_specialize=RUNTIME)

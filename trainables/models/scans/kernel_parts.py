@@ -52,6 +52,21 @@ def columns_t(m_ptr, ld, full, units, n):
 
 
 @triton.jit
+def exchange(v, partner, scratch, full, IN_MEMORY: tl.constexpr):
+    """v[:, partner]: by `tl.gather`, which keeps a row within one warp, or past the width where
+    that costs more registers than a thread has (IN_MEMORY) through the program's own `scratch`
+    rows (rows × block_n pointers), between CTA barriers."""
+    if IN_MEMORY:
+        tl.store(scratch + full[None, :], v)
+        tl.debug_barrier()
+        moved = tl.load(scratch + partner[None, :])
+        tl.debug_barrier()
+    else:
+        moved = tl.gather(v, tl.broadcast_to(partner[None, :], v.shape), axis=1)
+    return moved
+
+
+@triton.jit
 def rotate(h, cos_ptr, sin_ptr, partner_ptr, layers, n, full, scratch, BACKWARD: tl.constexpr, IN_MEMORY: tl.constexpr):  # fmt: skip
     """h @ U for U a product of Givens layers, applied layer by layer to the rows of `h`.
 
@@ -70,14 +85,7 @@ def rotate(h, cos_ptr, sin_ptr, partner_ptr, layers, n, full, scratch, BACKWARD:
         c = tl.load(cos_ptr + at, mask=ok, other=1.0)[None, :]
         s = tl.load(sin_ptr + at, mask=ok, other=0.0)[None, :]
         partner = tl.where(ok, tl.load(partner_ptr + at, mask=ok, other=0), full)
-        moved = h * s if BACKWARD else h
-        if IN_MEMORY:
-            tl.store(scratch + full[None, :], moved)
-            tl.debug_barrier()
-            moved = tl.load(scratch + partner[None, :])
-            tl.debug_barrier()
-        else:
-            moved = tl.gather(moved, tl.broadcast_to(partner[None, :], h.shape), axis=1)
+        moved = exchange(h * s if BACKWARD else h, partner, scratch, full, IN_MEMORY)
         h = h * c + (moved if BACKWARD else moved * s)
     return h
 
