@@ -107,7 +107,7 @@ def sweeper_train(model: str, setup: sections.Setup, iterations: int, extra: dic
     settings = {
         **setup.paper_hidden[model], "iterations": iterations, "eval_every": max(1, iterations // 2),
         "batch_size": 4 if setup.tiny else 128, "lr": 1e-3, "optimizer": "adam", "T": setup.trial_T,
-        "valid_size": 8 if setup.tiny else 256, "test_size": 8 if setup.tiny else 256, **extra,
+        "valid_size": 4 if setup.tiny else 256, "test_size": 4 if setup.tiny else 256, **extra,
     }  # fmt: skip
     command = [sys.executable, "-m", "sweeper.cli", "train", "--task", "denoise", "--model", model]
     command += ["--device", str(setup.device)]

@@ -258,7 +258,7 @@ def precision_effects(setup: Setup) -> list[dict]:
         for precision in PRECISIONS:
             config = {
                 "task": "copying", "model": name, "device": str(setup.device), "seed": 0,
-                "task_settings": {"T": T, "valid_size": 8 if setup.tiny else 256, "test_size": 8 if setup.tiny else 256},
+                "task_settings": {"T": T, "valid_size": 4 if setup.tiny else 256, "test_size": 4 if setup.tiny else 256},
                 "iterations": setup.copying_iterations, "eval_every": setup.copying_iterations,
                 "batch_size": 4 if setup.tiny else 20, "lr": 1e-3, "optimizer": "rmsprop",
                 "kernel": "fused", "kernel_precision": precision, **hidden,

@@ -150,7 +150,12 @@ def shades(colour: str) -> LinearSegmentedColormap:
 
 def study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
     """Optuna's optimization history, parameter importances and slice plot of each study."""
-    with warnings.catch_warnings():  # Optuna's plots are experimental, and say so for every study
+    import matplotlib
+
+    # the caller holds every study's figures at once and closes them: three a model pass
+    # matplotlib's open-figure warning at seven models
+    with warnings.catch_warnings(), matplotlib.rc_context({"figure.max_open_warning": 0}):
+        # Optuna's plots are experimental, and say so for every study
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         # a parameter drawn at one value has a slice of zero width, which matplotlib widens itself
         warnings.filterwarnings("ignore", "Attempting to set identical low and high xlims", UserWarning)

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from sweeper.run.tracking.local_store import prepare_sqlite_store
 from sweeper.run.tracking.weights import WeightsDetails, log_weights
 from sweeper.store.credentials import redact, scrub
 from sweeper.store.locations import ANSWER_VIEW, resolve_tracking_uri
@@ -57,6 +58,7 @@ def _client(tracking_uri: str) -> Any:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     from mlflow.tracking import MlflowClient
 
+    prepare_sqlite_store(tracking_uri)
     return MlflowClient(tracking_uri=tracking_uri)
 
 

@@ -60,9 +60,14 @@ def precision_of(options: dict) -> str:
     return options["plan"].precision if options.get("plan") else options.get("precision", "ieee")
 
 
-def split_plan(scan: str, matrices: int, n: int, B: int, block_k: int = 8, rows: int = 2, **changes) -> ScanPlan:  # fmt: skip
-    """A split launch at test sizes: several unit slices of `block_k` and row blocks of `rows`;
-    on a GPU all steps in one launch with the barrier, in the interpreter one step per launch."""
+def split_plan(scan: str, matrices: int, n: int, B: int, block_k: int | None = None, rows: int | None = None, **changes) -> ScanPlan:  # fmt: skip
+    """A split launch at test sizes: several unit slices of `block_k` and row blocks of `rows`, the
+    last of each ragged at the shapes here (20 = 8 + 8 + 4 units, 37 = 16 + 16 + 5; 17 = 8 + 8 + 1
+    rows, 5 = 2 + 2 + 1) and no more programs than that takes, since the interpreter runs each
+    program in Python; on a GPU all steps in one launch with the barrier, in the interpreter one
+    step per launch."""
+    block_k = block_k or (16 if n > 32 else 8)
+    rows = rows or (8 if B > 8 else 2)
     plan = ScanPlan(scan, "split", matrices, n, B, rows, block_k, True, 4, "ieee", H100)
     return replace(plan, **changes)
 
