@@ -3,10 +3,9 @@
 Without a GPU to test on (`SWEEPER_TEST_DEVICE`, default cpu), Triton's kernels run in its
 interpreter on CPU tensors; the variable must be set before any kernel module is imported.
 
-The suite runs on pytest-xdist workers (`-n auto --dist loadgroup` in pyproject.toml; `-n 0` runs
-it in one process), each computing with one thread: one worker per core for the fast tier, which
-computes all the time, and one more when the slow tests run, which spend much of theirs waiting on
-Ray's processes and the CLI's. Tests that start a local Ray run on
+The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject.toml; `-n 0`
+runs it in one process): each worker computes with one thread. Two, on CI's two cores, because the
+slow tests compute too (Ray's processes, the CLI's, training): a third worker makes each slower. Tests that start a local Ray run on
 either worker, since each starts a new Ray of its own (`address="local"`); the tests that read the
 session's finished sweep run on one worker, so that it is built once.
 """
@@ -26,12 +25,6 @@ if "PYTEST_XDIST_WORKER" in os.environ:  # one core per worker: two workers on t
 import pytest
 
 from tests.helpers import POSTGRES_ADMIN_URL, FinishedSweep, run_sweep_cli
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    cores = len(os.sched_getaffinity(0))
-    fast_only = "not slow" in (config.getoption("markexpr") or "")
-    return cores if fast_only else cores + 1
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)

@@ -38,9 +38,8 @@ def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
         process = start_cli(
             ["launch", str(config), "--storage", postgres_url, "--address", cluster.address], tmp_path, env
         )
-        deadline = time.monotonic() + 240
-        reached = 0
-        while time.monotonic() < deadline and process.poll() is None:
+        reached = 0  # however long a slow machine takes to get there (pytest's timeout bounds it)
+        while process.poll() is None:
             time.sleep(0.5)
             try:
                 (trials,) = studies(postgres_url, "nodeloss-1").values()
