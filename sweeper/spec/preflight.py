@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -20,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
 from sweeper.store.database import StoreError, check_url
+from sweeper.store.locations import sqlite_file
 
 NO_GPUS_OVERRIDE = "add --no-gpus to train on the CPU"
 # A local Ray declares this many GPUs, whatever the machine has: for tests of GPU scheduling on a
@@ -35,9 +35,10 @@ def storage_problems(url: str) -> list[str]:
         return [str(exc)]
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database in (None, "", ":memory:"):
+        path = sqlite_file(url)
+        if path is None:
             return []
-        folder = Path(parsed.database).resolve().parent
+        folder = path.resolve().parent
         existing = next(p for p in (folder, *folder.parents) if p.exists())
         if not existing.is_dir() or not os.access(existing, os.W_OK):
             return [f"storage {redact(url)}: {existing} is not a folder this user can write to"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -30,6 +29,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
 from sweeper.store.credentials import redact
+from sweeper.store.locations import sqlite_file
 from sweeper.store.states import ConfirmationStatus
 
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
@@ -188,9 +188,8 @@ class Store:
         database that does not exist yet instead of creating an empty one there."""
         check_url(url)
         self.url = url
-        parsed = make_url(url)
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            path = Path(parsed.database)
+        path = sqlite_file(url)
+        if path is not None:
             if not create and not path.is_file():
                 raise NoDatabase(f"no study database at {path.resolve()}; {ELSEWHERE}")
             path.parent.mkdir(parents=True, exist_ok=True)

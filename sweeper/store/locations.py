@@ -21,6 +21,16 @@ def default_tracking_uri(home: Path = DEFAULT_HOME) -> str:
     return f"sqlite:///{(home / 'mlflow.db').resolve()}"
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names; None for an in-memory database or any other backend."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
 def resolve_tracking_uri(stored: str) -> str:
     """The URI to connect with: a sweep stores its tracking URI without credentials, and gets
     them back from `SWEEPER_TRACKING_URI` when that names the same server."""

@@ -1,7 +1,7 @@
 """A new SQLite MLflow store starts as a copy of an empty, already migrated one.
 
-MLflow builds a new SQLite store by running every one of its schema migrations, about 4 seconds
-of CPU on each sweep's first launch in a folder. The migrated schema depends only on MLflow's
+MLflow builds a new SQLite store by running every one of its schema migrations, seconds of CPU
+on each sweep's first launch in a folder. The migrated schema depends only on MLflow's
 version, so it is built once per version in the user's cache and copied; the copy holds no
 experiment, so MLflow creates its default experiment itself on first open, with the artifact
 location and times it would have given a store it migrated.
@@ -15,20 +15,12 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from sweeper.store.locations import sqlite_file
+
 
 def cache_folder() -> Path:
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "sweeper"
-
-
-def sqlite_path(tracking_uri: str) -> Path | None:
-    """The file of a `sqlite:///` tracking URI; None for any other store (a server, PostgreSQL)."""
-    from sqlalchemy.engine import make_url
-
-    if not tracking_uri.startswith("sqlite:///"):
-        return None
-    database = make_url(tracking_uri).database
-    return Path(database) if database and database != ":memory:" else None
 
 
 def migrated_template(folder: Path) -> Path:
@@ -52,9 +44,9 @@ def migrated_template(folder: Path) -> Path:
 
 
 def prepare_sqlite_store(tracking_uri: str) -> None:
-    """Put a migrated empty store where a `sqlite:///` tracking URI names a file that does not
+    """Put a migrated empty store where a SQLite tracking URI names a file that does not
     exist yet. Anything that goes wrong leaves the file absent, and MLflow builds it as usual."""
-    path = sqlite_path(tracking_uri)
+    path = sqlite_file(tracking_uri) if tracking_uri.startswith("sqlite") else None
     if path is None or path.exists() or not path.parent.is_dir():
         return
     try:

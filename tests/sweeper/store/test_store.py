@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sweeper.store.credentials import redact
 from sweeper.store.database import Store, StoreError, StudyRecord, SweepRecord
+from sweeper.store.locations import sqlite_file
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -73,6 +76,13 @@ def test_bad_urls_are_clear_and_never_show_the_password(url, expected):
     with pytest.raises(StoreError, match=expected) as info:
         Store(url)
     assert "s3cret" not in str(info.value)
+
+
+def test_sqlite_file_names_the_file_of_a_sqlite_url_only():
+    assert sqlite_file("sqlite:////abs/m.db?timeout=5") == Path("/abs/m.db")
+    assert sqlite_file("sqlite:///relative/m.db") == Path("relative/m.db")
+    for url in ("sqlite://", "sqlite:///:memory:", "postgresql://u@h/db", "http://mlflow:5000"):
+        assert sqlite_file(url) is None, url
 
 
 def test_redact_hides_passwords():
