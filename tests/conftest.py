@@ -5,9 +5,10 @@ interpreter on CPU tensors; the variable must be set before any kernel module is
 
 The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject.toml; `-n 0`
 runs it in one process): each worker computes with one thread. Two, on CI's two cores, because the
-slow tests compute too (Ray's processes, the CLI's, training): a third worker makes each slower. Tests that start a local Ray run on
-either worker, since each starts a new Ray of its own (`address="local"`); the tests that read the
-session's finished sweep run on one worker, so that it is built once.
+slow tests compute too (Ray's processes, the CLI's, training): a third worker makes each slower.
+Tests that start a local Ray run on either worker, since each starts a new Ray of its own
+(`address="local"`); the tests that read the session's finished sweep run on one worker, so that
+it is built once.
 """
 
 from __future__ import annotations

@@ -46,9 +46,8 @@ def _strict(schema: Any) -> Any:
 
 @cache
 def crd_validator(crd_dir: Path, kind: str) -> jsonschema.protocols.Validator:
-    crd = yaml.load(
-        (crd_dir / CRD_FILES[kind]).read_text(), Loader=yaml.CSafeLoader
-    )  # libyaml: the CRDs are megabytes
+    text = (crd_dir / CRD_FILES[kind]).read_text()
+    crd = yaml.load(text, Loader=yaml.CSafeLoader)  # libyaml: the CRDs are megabytes
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     schema = _strict(version["schema"]["openAPIV3Schema"])
     return jsonschema.Draft202012Validator(schema)
