@@ -45,6 +45,16 @@ class FixedWorkSettings(BaseModel):
     meet_timeout_s: float = Field(120.0, gt=0.0, description="how long a trial waits to meet the others")
 
 
+def actor_environment() -> dict[str, float]:
+    """How many variables this trial's Ray actor carries in its own runtime environment."""
+    if "ray" not in sys.modules:  # `sweeper train`, without Ray
+        return {}
+    import ray
+
+    runtime_env = ray.get_runtime_context().runtime_env if ray.is_initialized() else {}
+    return {"runtime_env_vars": float(len(runtime_env.get("env_vars") or {}))}
+
+
 @register_task(
     "fixed_work",
     FixedWorkSettings,
@@ -57,7 +67,9 @@ class FixedWork(Task):
     seconds) with every validation result, so readers can tell which process ran a trial, since
     when it existed, and for how long the trial ran; `dynamo_preloaded`, whether
     `torch._dynamo` (which a process imports with its first optimizer) was imported before the
-    trial built its optimizers; and `torch_threads`, the threads torch computes with.
+    trial built its optimizers; `torch_threads`, the threads torch computes with; and, under Ray,
+    `runtime_env_vars`, how many variables the trial's actor carries in a runtime environment of
+    its own (with any, Ray starts a new worker for it instead of handing it a preloaded one).
 
     With `meet` set, each trial says it started (a file in `meet_dir`) and, before its first step,
     waits until `meet` trials have started; it reports `met`, how many it saw. No trial finishes
@@ -109,4 +121,5 @@ class FixedWork(Task):
             "torch_threads": float(torch.get_num_threads()),
             "reported_at": time.time(),
             **({"met": self.met} if self.met is not None else {}),
+            **actor_environment(),
         }

@@ -10,7 +10,8 @@ the installed Ray differs, so an upgrade re-checks them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -68,33 +69,46 @@ def keep_starting_trial_actors() -> Iterator[bool]:
 
 
 @contextmanager
-def trial_actors_without_runtime_env() -> Iterator[bool]:
+def trial_actors_without_runtime_env(inherited: Mapping[str, str] | None = None) -> Iterator[bool]:
     """Tune's trial actors get no runtime environment of their own while this is open.
 
     Their variables are already in the workers' environment (`sweeper.run.tune.workers`, or the Ray
     node's own environment on a cluster), and an actor without a runtime environment of its own
-    can start in an idle, preloaded worker. Variables Tune propagates from the driver's
-    environment (cloud credentials, Ray Train settings) still give the actors one. Yields
-    whether the patch applied.
+    can start in an idle, preloaded worker. Tune also copies some of the driver's variables into
+    the actors' environment (`RAY_CHDIR_TO_TRIAL_DIR`, which sweeper sets, cloud credentials, Ray
+    Train settings): those whose value is the one in `inherited`, the environment the workers
+    were started with (a local Ray's, taken from this process), are left out, since the workers
+    have them; any other still gives the actors a runtime environment. Yields whether the patch
+    applied.
     """
     from ray.tune.execution import class_cache
 
     defaults = getattr(class_cache, "DEFAULT_ENV_VARS", None)
-    if not isinstance(defaults, dict):
-        _cannot_apply("trial_actors_without_runtime_env", "class_cache.DEFAULT_ENV_VARS is gone")
+    propagated = getattr(class_cache, "ENV_VARS_TO_PROPAGATE", None)
+    if not isinstance(defaults, dict) or not isinstance(propagated, set):
+        _cannot_apply(
+            "trial_actors_without_runtime_env",
+            "class_cache's DEFAULT_ENV_VARS or ENV_VARS_TO_PROPAGATE is gone",
+        )
         yield False
         return
-    saved = dict(defaults)
+    inherited = inherited or {}
+    saved_defaults, saved_propagated = dict(defaults), set(propagated)
     defaults.clear()
+    propagated.difference_update(
+        name for name in saved_propagated if name in inherited and os.environ.get(name) == inherited[name]
+    )
     try:
         yield True
     finally:
-        defaults.update(saved)
+        defaults.update(saved_defaults)
+        propagated.update(saved_propagated)
 
 
 @contextmanager
-def patched_tune() -> Iterator[None]:
-    """Both patches, for the length of a Tune run."""
+def patched_tune(inherited: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Both patches, for the length of a Tune run; `inherited`: the environment the Ray's workers
+    were started with, where it is known (a local Ray's)."""
     import ray
 
     if ray.__version__ != CHECKED_RAY:
@@ -102,6 +116,6 @@ def patched_tune() -> Iterator[None]:
             "Ray %s is installed; sweeper's Tune patches were checked on Ray %s", ray.__version__, CHECKED_RAY
         )
     with ExitStack() as stack:
-        stack.enter_context(trial_actors_without_runtime_env())
+        stack.enter_context(trial_actors_without_runtime_env(inherited))
         stack.enter_context(keep_starting_trial_actors())
         yield

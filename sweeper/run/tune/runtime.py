@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 # A stop reason that begins so (a signal, a lost database) ends the sweep interrupted, for `resume`
 INTERRUPTED = str(SweepStatus.INTERRUPTED)
 REDELIVERY_DELAY_S = 0.05  # long enough for the finalizer that swallowed a Ctrl-C to return
+# The environment the local Ray this process started gave its workers (empty when it joined a
+# cluster, whose nodes have their own): Tune need not copy these variables into trial actors.
+_local_workers_environment: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,9 @@ def start_ray(address: str | None, verbose: bool, cpus: int | None = None) -> No
     level = logging.INFO if verbose else logging.WARNING
     kwargs: dict[str, Any] = {"log_to_driver": verbose, "logging_level": level, "include_dashboard": False}
     if address is None:  # "local": a new Ray, even where a `ray start` cluster or a dying one is found
-        ray.init(address="local", **kwargs, num_cpus=cpus, num_gpus=declared_gpus(), **local_ray_options())
+        options = local_ray_options()  # sets the variables its workers inherit
+        _local_workers_environment.update(os.environ)
+        ray.init(address="local", **kwargs, num_cpus=cpus, num_gpus=declared_gpus(), **options)
     else:
         ray.init(address=address, **kwargs)
 
@@ -101,6 +106,7 @@ def stop_ray() -> None:
 
     if not ray.is_initialized():
         return
+    _local_workers_environment.clear()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         ray.shutdown()
@@ -274,7 +280,7 @@ def drive(
                 failure_config=FailureConfig(max_failures=spec.budget.retries),
             ),
         )
-        with _stop_on_signals(searcher), display, patched_tune():
+        with _stop_on_signals(searcher), display, patched_tune(_local_workers_environment):
             tuner.fit()
     except KeyboardInterrupt:
         searcher.stop_reason = searcher.stop_reason or f"{INTERRUPTED} by SIGINT"

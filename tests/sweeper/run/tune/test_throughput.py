@@ -70,6 +70,8 @@ def test_consecutive_trials_reuse_one_worker_process(tmp_path) -> None:
     stored_pids = {trial.user_attrs["final_metrics"]["worker_pid"] for trial in trials}
     assert len(stored_pids) == 1, f"the trials ran in processes {sorted(stored_pids)}"
 
+    # an actor with a runtime environment of its own would run in a worker started for it
+    assert {trial.user_attrs["final_metrics"]["runtime_env_vars"] for trial in trials} == {0.0}
     first = min(trials, key=lambda t: t.number).user_attrs
     assert first["final_metrics"]["dynamo_preloaded"] == 1.0, "the worker had not imported torch._dynamo"
     # torch was imported before Ray gave the worker its one CPU; the trial computes with one thread
