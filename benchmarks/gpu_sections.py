@@ -49,6 +49,7 @@ class Setup:
     precision_steps: int  # T of the orthogonality drift and the copying run
     copying_iterations: int
     trial_iterations: int
+    trial_task: str  # the `sweeper train` trials' and the packing's task
     trial_T: int
     packing_iterations: int
     packings: tuple[int, ...]
