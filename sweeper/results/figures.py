@@ -240,7 +240,7 @@ def write_figures(store: Store, record: SweepRecord, out: Path, client: Any) -> 
     paths = []
     for name, figure in figures.items():
         path = out / f"{name}.png"
-        figure.savefig(path, dpi=100, bbox_inches="tight")
+        figure.savefig(path, dpi=100)  # the layout engine keeps every label inside the figure
         plt.close(figure)
         paths.append(path)
     return paths

@@ -3,7 +3,7 @@ checkov in a virtual environment of its own.
 
 checkov pins packages that conflict with the project's (an older networkx, among others), so it
 never shares the test environment: the first session creates `build/checkov-venv-<version>/` at
-the repository root (about a minute) and later sessions reuse it.
+the repository root and later sessions reuse it.
 """
 
 from __future__ import annotations
@@ -51,13 +51,20 @@ def checkov() -> Path:
     installed = CHECKOV_VENV / "installed"
     if not installed.is_file():
         shutil.rmtree(CHECKOV_VENV, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(CHECKOV_VENV)], check=True, timeout=300)
+        # no pip of its own (this interpreter's pip installs into it) and no byte-compiling of the
+        # whole of botocore: checkov imports a small part of what it pins
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(CHECKOV_VENV)], check=True, timeout=300
+        )
         pip = [
-            str(CHECKOV_VENV / "bin" / "python"),
+            sys.executable,
             "-m",
             "pip",
+            "--python",
+            str(CHECKOV_VENV / "bin" / "python"),
             "install",
             "--quiet",
+            "--no-compile",
             "--disable-pip-version-check",
         ]
         done = subprocess.run(

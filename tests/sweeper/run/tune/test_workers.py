@@ -54,8 +54,8 @@ def test_a_local_ray_has_a_cpu_per_concurrent_trial_and_what_they_reserve() -> N
 
 @pytest.mark.usefixtures("eight_cores")
 def test_a_local_ray_has_every_cpu_without_a_limit_or_beyond_the_machine() -> None:
-    assert local_cpus([spec()]) is None
-    assert local_cpus([spec(budget={"max_concurrent": 2}), spec()]) is None
+    assert local_cpus([spec(budget={"trials": 4})]) is None
+    assert local_cpus([spec(budget={"max_concurrent": 2}), spec(budget={"trials": 4})]) is None
     assert local_cpus([spec(budget={"trials": 4, "max_concurrent": 9})]) is None
     assert local_cpus([spec(budget={"trials": 4, "max_concurrent": 3}, resources={"cpus": 3})]) is None
 
