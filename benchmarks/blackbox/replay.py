@@ -38,7 +38,7 @@ import yaml
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
 from benchmarks.blackbox.strategies import STRATEGIES
-from benchmarks.blackbox.verdicts import goal, ground_truth, judge, timeline
+from benchmarks.blackbox.verdicts import floors, goal, ground_truth, judge, timeline
 
 Job = tuple[str, str, int, int]  # task, strategy, workers, seed
 _STATE: dict[str, Any] = {}
@@ -231,12 +231,20 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
             searcher = {s: sum(t["searcher_seconds"] for t in mine) / len(mine) for s, mine in sweeps.items()}
             verdict = judge(lines, truth)
             verdict["seeds"] = len(sweeps["random"])
+            verdict["floor"] = _floor(table, task, workers, verdict["B_hours"])
             for strategy, seconds in searcher.items():
                 verdict["strategies"][strategy]["searcher_seconds_per_sweep"] = seconds
             entry[f"W={workers}"] = verdict
             entry[f"goal W={workers}"] = goal(verdict) if "default" in lines else None
         result[task] = entry
     return result
+
+
+def _floor(table: tables.Table, task: str, workers: int, budget: float | None) -> dict[str, Any]:
+    """The floors in worker-hours and as fractions of B."""
+    hours = floors(table, task, workers)
+    shares = {f"{name}_ratio": None if h is None or not budget else h / budget for name, h in hours.items()}
+    return {**hours, **shares}
 
 
 def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
@@ -256,6 +264,13 @@ def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
             budget = verdict["B_hours"]
             shown_b = "never (random is not 90% right)" if budget is None else f"{budget:.2f} worker-hours"
             print(f"  W={workers}: B = {shown_b}")
+            floor = verdict["floor"]
+            if floor["busy_sweep"] is not None:
+                print(
+                    f"  no sweep names a winner before {floor['any_sweep']:.3f} worker-hours "
+                    f"({_num(floor['any_sweep_ratio'])}x B), none with every worker busy before "
+                    f"{floor['busy_sweep']:.3f} ({_num(floor['busy_sweep_ratio'])}x B)"
+                )
             print(
                 f"  {'strategy':>9} {'90% right at':>26} "
                 + " ".join(f"{f'{f}B':>8}" for f in (0.25, 0.33, 0.5, 1.0))

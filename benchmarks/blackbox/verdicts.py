@@ -17,6 +17,13 @@ Its cost by then is its busy worker-hours. Per sweep:
 Over paired seeds: B, the worker-hours by which 90% of random's sweeps are right for good; each
 strategy's share of seeds naming a right winner at fractions of B, with bootstrap intervals; and
 its own 90% point against B.
+
+Floors. No sweep names a winner before every model has completed a trial, and a model's trial
+costs at least its fastest complete recorded run: the sum of those runs is the floor of any sweep.
+A sweep that keeps its W workers busy until then (random search does; so do the equal-allocation
+strategies while their studies have trials left) spends at least W times the slowest of them.
+Where that floor is above a third of B, no such strategy can reach the goal at that W; each
+strategy's own first answer (`hours_first_named`) shows how close it comes.
 """
 
 from __future__ import annotations
@@ -121,6 +128,26 @@ def timeline(trace: Trace, models: tuple[str, ...] | list[str]) -> Timeline:
     return Timeline(np.array(hours), named, design, trace.busy / 3600)
 
 
+def first_named(line: Timeline) -> float:
+    """Worker-hours at which the sweep first names a winner, right or not (inf if never)."""
+    return next((float(h) for h, named in zip(line.hours, line.named, strict=True) if named), math.inf)
+
+
+def floors(table: tables.Table, task: str, workers: int) -> dict[str, float | None]:
+    """The worker-hours below which no sweep (`any_sweep`), and no sweep that keeps its `workers`
+    busy (`busy_sweep`), can name a winner: see the module's docstring."""
+    fastest = []
+    for curves in table.curves[task].values():
+        ended = curves.ended[curves.status == tables.COMPLETE]
+        if ended.size == 0:  # a model that never completes is never answered: no floor to state
+            return {"any_sweep": None, "busy_sweep": None}
+        fastest.append(float(ended.min()))
+    return {
+        "any_sweep": sum(fastest) / 3600,
+        "busy_sweep": max(workers * max(fastest), sum(fastest)) / 3600,
+    }
+
+
 def right_for_good(line: Timeline, truth: Truth) -> float:
     """Worker-hours from which the sweep names a right winner to its end; inf if it ends wrong."""
     if not line.named or line.named[-1] not in truth.co_winners:
@@ -189,16 +216,19 @@ def judge(
     verdicts: dict[str, Any] = {"B_hours": _finite(budget), "strategies": {}}
     for name, mine in lines.items():
         hours = np.array([right_for_good(line, truth) for line in mine])
+        first = np.array([first_named(line) for line in mine])
         own90 = quantile(hours, 0.9)
         row: dict[str, Any] = {
             "seeds": len(mine),
             "hours_right_for_good": _distribution(hours),
             "hours_90": _finite(own90),
+            "hours_first_named": _distribution(first),
             "spent_hours": _distribution(np.array([line.total_hours for line in mine])),
         }
         if math.isfinite(budget) and len(mine) == n:
             ratios = np.array([ratio(quantile(hours[r], 0.9), quantile(ref[r], 0.9)) for r in resamples])
             row["ratio_90"] = _finite(own90 / budget)
+            row["first_named_90_ratio"] = _finite(quantile(first, 0.9) / budget)
             row["ratio_90_interval"] = [_finite(v) for v in interval(ratios)]
             row["at_B"] = {}
             for fraction in FRACTIONS:
@@ -218,7 +248,9 @@ def judge(
 def goal(verdict: dict[str, Any], strategy: str = "default", reference: str = "random") -> dict[str, Any]:
     """The issue's goal for one (task, W): the strategy reaches 90% right in at most a third of
     the reference's worker-hours (the upper end of the bootstrap interval), and at a third of B
-    names a right winner at least as often as the reference at B, with no worse regret."""
+    names a right winner at least as often as the reference at B, with no worse regret. Where
+    the verdict holds the floors, `reachable` says whether a sweep that keeps its workers busy
+    could meet the first part at all."""
     row, ref = verdict["strategies"].get(strategy), verdict["strategies"].get(reference)
     if row is None or ref is None:
         return {"met": False, "why": f"{strategy} and {reference} were not both replayed"}
@@ -237,6 +269,10 @@ def goal(verdict: dict[str, Any], strategy: str = "default", reference: str = "r
         "regret_ok": _not_worse(ours["regret_median"], theirs["regret_median"]),
     }
     checks["met"] = bool(checks["ratio_ok"] and checks["right_ok"] and checks["regret_ok"])
+    busy = verdict.get("floor", {}).get("busy_sweep_ratio")
+    if busy is not None:
+        checks["busy_floor_ratio"] = busy
+        checks["reachable"] = busy <= 0.33
     return checks
 
 

@@ -30,6 +30,10 @@ def test_a_replay_judges_each_strategy_writes_its_figure_and_resumes(
     assert set(verdict["strategies"]) == {"random", "default", "+warm"}
     assert verdict["strategies"]["random"]["at_B"]["1.0"]["right"] >= 0.9
     assert data["tasks"]["denoise"]["goal W=2"]["met"] in (True, False)
+    floor = verdict["floor"]
+    assert 0 < floor["any_sweep"] <= floor["busy_sweep"] and floor["busy_sweep_ratio"] > 0
+    assert "no sweep names a winner before" in printed
+    assert data["tasks"]["copying"]["goal W=2"]["busy_floor_ratio"] == floor["busy_sweep_ratio"]
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert data["table"]["runs"]["complete"] > 0 and "files" not in data["table"]["versions"][0]
     assert replay.main(args) == 0

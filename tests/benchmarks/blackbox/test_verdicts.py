@@ -15,6 +15,8 @@ from benchmarks.blackbox.verdicts import (
     Timeline,
     Truth,
     answer_at,
+    first_named,
+    floors,
     goal,
     ground_truth,
     judge,
@@ -22,7 +24,7 @@ from benchmarks.blackbox.verdicts import (
     right_for_good,
     timeline,
 )
-from tests.benchmarks.blackbox.synthetic import synthetic_table
+from tests.benchmarks.blackbox.synthetic import SETTINGS, run_seconds, synthetic_table
 
 
 def test_the_right_winner_and_the_models_within_seed_noise_of_it(tmp_path: Path) -> None:
@@ -62,6 +64,31 @@ def test_a_sweep_is_right_for_good_from_its_last_switch_to_a_right_winner() -> N
     assert math.isinf(right_for_good(wrong, _truth()))
 
 
+def test_floors_are_each_models_fastest_complete_run_and_w_times_the_slowest_of_them(
+    tmp_path: Path,
+) -> None:
+    table = synthetic_table(tmp_path)
+    whole = {m: run_seconds(m, SETTINGS.iterations) for m in tables.MODELS}
+    total, slowest = sum(whole.values()), max(whole.values())
+    assert floors(table, "copying", 4) == {
+        "any_sweep": pytest.approx(total / 3600),
+        "busy_sweep": pytest.approx(4 * slowest / 3600),
+    }
+    assert floors(table, "copying", 1)["busy_sweep"] == pytest.approx(total / 3600)  # one worker: the sum
+    ncgru = table.curves["copying"]["ncgru"]
+    ncgru.ended[0, 0] = 1.0  # one faster complete run lowers the floor; a faster diverged one does not
+    ncgru.ended[1, 0], ncgru.status[1, 0] = 0.5, tables.DIVERGED
+    assert floors(table, "copying", 1)["any_sweep"] == pytest.approx((total - whole["ncgru"] + 1.0) / 3600)
+    table.curves["copying"]["gru"].status[:] = tables.FAILED
+    assert floors(table, "copying", 4) == {"any_sweep": None, "busy_sweep": None}
+
+
+def test_a_sweeps_first_answer_is_its_first_named_winner_right_or_not() -> None:
+    line = Timeline(np.array([1.0, 2.0, 3.0]), ["", "b", "a"], [-1, 0, 0], 4.0)
+    assert first_named(line) == 2.0
+    assert math.isinf(first_named(Timeline(np.array([1.0]), [""], [-1], 1.0)))
+
+
 def test_quantiles_rank_sweeps_never_right_last() -> None:
     values = np.array([1.0, 2.0, 3.0, math.inf])
     assert (
@@ -79,7 +106,10 @@ def test_the_goal_holds_for_a_strategy_right_sooner_and_fails_for_one_no_better(
     verdict = judge({"random": lines(slow), "default": lines([h / 5 for h in slow])}, truth)
     assert verdict["B_hours"] == 27.0  # the 18th of 20 seeds
     assert verdict["strategies"]["default"]["ratio_90"] == pytest.approx(0.2)
-    assert goal(verdict)["met"]
+    assert verdict["strategies"]["default"]["first_named_90_ratio"] == pytest.approx(0.2)
+    assert goal(verdict)["met"] and "reachable" not in goal(verdict)
+    verdict["floor"] = {"busy_sweep_ratio": 0.5}
+    assert goal(verdict)["reachable"] is False and goal(verdict)["busy_floor_ratio"] == 0.5
     same = judge({"random": lines(slow), "default": lines(slow)}, truth)
     checks = goal(same)
     assert not checks["met"] and not checks["ratio_ok"] and checks["right_at_third"] == 0.0
