@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.simulator import Replay
-from benchmarks.blackbox.verdicts import ground_truth, timeline
+from benchmarks.blackbox.verdicts import first_named, floors, ground_truth, timeline
 from tests.benchmarks.blackbox.synthetic import CONFIGS, run_seconds, synthetic_table
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -84,6 +84,20 @@ def test_asha_stops_at_its_rungs_and_a_stopped_trial_frees_its_worker_at_once(ta
     busy = sorted((t["start"], t["end"]) for t in trace.trials)
     for when in {t for pair in busy for t in pair}:  # never more than W trials at once
         assert sum(s <= when < e for s, e in busy) <= 2
+
+
+@pytest.mark.parametrize("strategy", ["random", "default"])
+def test_random_and_the_default_keep_every_worker_busy_until_their_first_answer(
+    table: tables.Table, strategy: str
+) -> None:
+    """What the busy floor of the verdicts assumes of them: W trials run from the start until
+    every model has completed one, so the first answer costs W times its moment."""
+    trace = Replay(table, "copying", strategy, seed=2, workers=4, trials=CONFIGS).run()
+    line = timeline(trace, tuple(table.curves["copying"]))
+    ends = sorted(t["end"] for t in trace.trials if t["state"] == "COMPLETE")
+    moment = ends[line.named.index(next(n for n in line.named if n))]
+    assert first_named(line) * 3600 == pytest.approx(4 * moment)
+    assert first_named(line) >= floors(table, "copying", 4)["busy_sweep"] * (1 - 1e-9)
 
 
 def test_a_race_names_a_clearly_better_model_within_the_budget(table: tables.Table) -> None:
