@@ -1,5 +1,6 @@
 """The replay's anytime curves: the share of seeds naming a right winner against worker-hours,
-one panel per task and W, one line per strategy, B marked and shown to three times B."""
+one panel per task and W, one line per strategy, B marked and shown to three times B, and the
+floor below which no sweep that keeps its W workers busy names a winner shaded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import numpy as np
 
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.simulator import Trace
-from benchmarks.blackbox.verdicts import ground_truth, quantile, right_for_good, share_right, timeline
+from benchmarks.blackbox.verdicts import (
+    floors,
+    ground_truth,
+    quantile,
+    right_for_good,
+    share_right,
+    timeline,
+)
 
 
 def anytime_figure(
@@ -35,7 +43,10 @@ def anytime_figure(
             sweeps = paired(traces, task, workers, args)
             if not sweeps:
                 continue
-            lines = {s: [timeline(Trace(**t), models) for t in mine] for s, mine in sweeps.items()}
+            lines = {
+                s: [timeline(Trace(**t), models, table.baselines[task]) for t in mine]
+                for s, mine in sweeps.items()
+            }
             longest = max((line.total_hours for mine in lines.values() for line in mine), default=1.0)
             budget = quantile(np.array([right_for_good(line, truth) for line in lines["random"]]), 0.9)
             grid = np.linspace(0, min(longest, 3 * budget) if np.isfinite(budget) else longest, 300)
@@ -49,6 +60,16 @@ def anytime_figure(
                         color=colours[strategy],
                         lw=1.6 if strategy in ("random", "default") else 1.0,
                     )
+            floor = floors(table, task, workers)["busy_sweep"]
+            if floor is not None:
+                ax.axvspan(
+                    0,
+                    floor,
+                    color="grey",
+                    alpha=0.12,
+                    lw=0,
+                    label="floor (W busy)" if ax is axes[0][-1] else None,
+                )
             if np.isfinite(budget):
                 ax.axvline(budget, color="grey", ls="--", lw=0.8)
                 ax.text(budget, 0.02, " B", color="grey")

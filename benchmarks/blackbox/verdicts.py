@@ -8,7 +8,9 @@ over every model's five best configurations, n the complete runs behind each bes
 co-winners: naming any of them is right.
 
 A sweep names, at any moment, the model whose best complete trial is lowest, once every model
-has completed a trial or been stopped by a race; before that it names none (which is not right).
+has completed a trial or been stopped by a race and that best is below the task's memoryless
+baseline (the service's verdict says "no model learned more than the baseline" otherwise, and a
+researcher takes no winner from it); before that it names none (which is not right).
 Its cost by then is its busy worker-hours. Per sweep:
 - the worker-hours from which its named winner is right and stays right to its end (inf if it
   ends naming another);
@@ -104,7 +106,7 @@ class Timeline:
     total_hours: float
 
 
-def timeline(trace: Trace, models: tuple[str, ...] | list[str]) -> Timeline:
+def timeline(trace: Trace, models: tuple[str, ...] | list[str], baseline: float) -> Timeline:
     events = sorted(
         [(x["end"], "complete", x) for x in trace.trials if x["state"] == "COMPLETE"]
         + [(t, "race", {"model": m}) for t, m in trace.race_stops],
@@ -122,6 +124,7 @@ def timeline(trace: Trace, models: tuple[str, ...] | list[str]) -> Timeline:
             best[x["model"]] = (x["value"], x["design"])
         answered = all(m in best or m in out for m in models) and best
         leader = min(best, key=lambda m: best[m][0]) if answered else ""
+        leader = leader if leader and best[leader][0] < baseline else ""
         hours.append(float(np.clip(t - starts, 0.0, ends - starts).sum()) / 3600)
         named.append(leader)
         design.append(best[leader][1] if leader else -1)

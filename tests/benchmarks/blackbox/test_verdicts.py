@@ -55,8 +55,10 @@ def test_a_sweep_is_right_for_good_from_its_last_switch_to_a_right_winner() -> N
         {"model": "a", "design": 0, "start": 7200, "end": 10800, "state": "COMPLETE", "value": 0.1},
         {"model": "b", "design": 1, "start": 10800, "end": 14400, "state": "PRUNED", "value": None},
     ]
-    line = timeline(trace, ("a", "b"))
+    line = timeline(trace, ("a", "b"), baseline=0.5)
     assert line.named == ["", "b", "a"] and list(line.hours) == [1.0, 2.0, 3.0] and line.total_hours == 4.0
+    # a leader no better than the memoryless baseline is no answer: nothing learned yet
+    assert timeline(trace, ("a", "b"), baseline=0.15).named == ["", "", "a"]
     assert right_for_good(line, _truth()) == 3.0
     assert answer_at(line, 2.5) == ("b", 0) and answer_at(line, 0.5) == ("", -1)
     assert answer_at(line, 10.0) == ("a", 0)  # a sweep that ended keeps its last answer
