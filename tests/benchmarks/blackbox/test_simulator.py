@@ -95,7 +95,7 @@ def test_random_and_the_default_keep_every_worker_busy_until_their_first_answer(
     trace = Replay(table, "copying", strategy, seed=2, workers=4, trials=CONFIGS).run()
     line = timeline(trace, tuple(table.curves["copying"]), table.baselines["copying"])
     ends = sorted(t["end"] for t in trace.trials if t["state"] == "COMPLETE")
-    moment = ends[line.named.index(next(n for n in line.named if n))]
+    moment = ends[next(i for i, named in enumerate(line.named) if named)]
     assert first_named(line) * 3600 == pytest.approx(4 * moment)
     assert first_named(line) >= floors(table, "copying", 4)["busy_sweep"] * (1 - 1e-9)
 
