@@ -9,7 +9,9 @@ each, then 1, ...), so the part recorded so far is a balanced smaller table.
 Worker processes each run many configurations (no process start per run): `--jobs N` on the
 CPU, one torch thread each; `--device cuda --per-gpu K` packs K on one GPU. A run's clock is its
 worker-seconds since the trial started: its process's CPU time on a CPU (what a dedicated worker
-would spend, whatever else the machine runs), its wall time on a GPU; wall time is kept too.
+would spend, though other work on the machine still inflates it through shared cores and caches),
+its wall time on a GPU; wall time is kept too. A table recorded over several sessions holds
+several machines' clocks: `retime` puts it on one.
 
 The table's design is drawn once, with the spec's code (Optuna, pydantic); a recorder that only
 runs it (a bare GPU machine) needs torch, numpy and `trainables` alone. Recording with other

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.clock import TIMING, TIMING_META, clock_text, on_one_clock, read_timing
 from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
 from benchmarks.blackbox.strategies import STRATEGIES
 from benchmarks.blackbox.verdicts import floors, goal, ground_truth, judge, timeline
@@ -45,7 +46,8 @@ _STATE: dict[str, Any] = {}
 
 
 def load(folder: Path, iterations: int | None) -> tables.Table:
-    """The table as the replay reads it: checked against this benchmark, cut to `iterations`."""
+    """The table as the replay reads it: checked against this benchmark, on the clock of its
+    retiming where it has one (`clock`), cut to `iterations`."""
     from benchmarks.blackbox.design import base_spec, space_text
 
     table = tables.read(folder)
@@ -54,8 +56,10 @@ def load(folder: Path, iterations: int | None) -> tables.Table:
         for task, models in table.curves.items()
     }
     tables.check_spaces(table, spaces)
-    clocks = table.clocks()
-    if len(clocks) > 1:
+    timing = read_timing(folder, table)
+    if timing.sittings:
+        table = on_one_clock(table, timing)
+    elif len(clocks := table.clocks()) > 1:
         raise tables.TableMismatch(
             f"the table's runs were timed on {' and '.join(sorted(clocks))}: their clocks differ"
         )
@@ -128,7 +132,8 @@ def code_digest() -> str:
 def snapshot(args: argparse.Namespace) -> Path:
     """The work folder of this table, code and replay settings, holding a copy of the table that
     every process of the replay reads: a recorder may rewrite the table meanwhile."""
-    files = {name: (args.table / name).read_bytes() for name in (tables.META, tables.CURVES)}
+    names = (tables.META, tables.CURVES, TIMING_META, TIMING)
+    files = {name: (args.table / name).read_bytes() for name in names if (args.table / name).exists()}
     digest = hashlib.sha256(b"".join(files.values()) + code_digest().encode())
     digest.update(json.dumps([args.trials, args.iterations, args.overrides], sort_keys=True).encode())
     folder = args.work / digest.hexdigest()[:16]
@@ -345,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.blackbox.against import check_settings
 
         check_settings(args.against, args.iterations, args.trials, args.workers)
+    print(f"clock: {clock_text(folder / 'table')}")
     started = time.monotonic()
     traces = run(args, folder)
     seconds = time.monotonic() - started
@@ -382,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seeds": table.seeds,
                 "settings": table.settings.as_dict(),
                 "versions": [{k: v for k, v in e.items() if k != "files"} for e in table.versions],
+                "clock": clock_text(folder / "table"),
             },
             "replay_seconds": seconds,
             "tasks": result,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -248,14 +248,4 @@ def truncated(table: Table, iterations: int) -> Table:
                 ended,
             )
             curves.setdefault(task, {})[model] = cut
-    settings = Settings(**{**s.as_dict(), "iterations": iterations})
-    return Table(
-        settings,
-        table.seeds,
-        table.objective_name,
-        table.baselines,
-        table.spaces,
-        curves,
-        table.versions,
-        table.reasons,
-    )
+    return replace(table, settings=Settings(**{**s.as_dict(), "iterations": iterations}), curves=curves)
