@@ -34,7 +34,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -235,6 +235,14 @@ def _start_worker(device: str) -> None:
     _WORKER["device"] = device
 
 
+def worker_clock(device: str) -> Callable[[], float]:
+    """Worker-seconds from now: this process's CPU time on a CPU, wall time on a GPU."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if device == "cpu":
+        return lambda: time.process_time() - cpu0
+    return lambda: time.perf_counter() - wall0
+
+
 def run_one(run: Run, config: dict[str, Any], objective: str) -> Outcome:
     """Train one run in this worker process; its failure is data, never an exception."""
     from trainables.train import TrialDiverged, train
@@ -243,10 +251,8 @@ def run_one(run: Run, config: dict[str, Any], objective: str) -> Outcome:
     values: list[float] = []
     seconds: list[float] = []
     wall: list[float] = []
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-
-    def clock() -> float:
-        return time.process_time() - cpu0 if device == "cpu" else time.perf_counter() - wall0
+    wall0 = time.perf_counter()
+    clock = worker_clock(device)
 
     def report(step: int, metrics: dict[str, Any]) -> None:
         values.append(float(metrics[objective]))

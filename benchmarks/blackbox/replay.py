@@ -350,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.blackbox.against import check_settings
 
         check_settings(args.against, args.iterations, args.trials, args.workers)
-    print(f"clock: {clock_text(folder / 'table')}")
+    clock = clock_text(folder / "table")
+    print(f"clock: {clock}")
     started = time.monotonic()
     traces = run(args, folder)
     seconds = time.monotonic() - started
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seeds": table.seeds,
                 "settings": table.settings.as_dict(),
                 "versions": [{k: v for k, v in e.items() if k != "files"} for e in table.versions],
-                "clock": clock_text(folder / "table"),
+                "clock": clock,
             },
             "replay_seconds": seconds,
             "tasks": result,

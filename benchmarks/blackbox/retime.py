@@ -30,8 +30,6 @@ from benchmarks.blackbox import record
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.clock import Timing, read_timing, write_timing
 
-_WORKER: dict[str, Any] = {}
-
 
 class _Measured(Exception):
     """Raised from the report once enough evaluations are timed: the run stops there."""
@@ -39,7 +37,6 @@ class _Measured(Exception):
 
 def _start_worker(device: str, warm_up: dict[str, Any]) -> None:
     record._start_worker(device)
-    _WORKER["device"] = device
     measure(warm_up, 1)  # first-call costs (imports, allocator, kernels) land here
 
 
@@ -47,12 +44,12 @@ def measure(config: dict[str, Any], evaluations: int, seed: int = 0) -> tuple[li
     """Worker-seconds at each of the run's first `evaluations` reports, and why it stopped short."""
     from trainables.train import train
 
-    device = _WORKER.get("device", "cpu")
+    device = record._WORKER.get("device", "cpu")
     seconds: list[float] = []
-    cpu0, wall0 = time.process_time(), time.perf_counter()
+    clock = record.worker_clock(device)
 
     def report(step: int, metrics: dict[str, Any]) -> None:
-        seconds.append(time.process_time() - cpu0 if device == "cpu" else time.perf_counter() - wall0)
+        seconds.append(clock())
         if len(seconds) == evaluations:
             raise _Measured
 
@@ -78,10 +75,7 @@ def retime(args: argparse.Namespace) -> int:
             for sittings in models.values():
                 sittings[args.again[0] : args.again[1] + 1] = -1
     todo = timing.pending(table)
-    if args.status:
-        print(status_text(timing, table))
-        return 0
-    if not todo:
+    if args.status or not todo:
         print(status_text(timing, table))
         return 0
     version = {k: v for k, v in record.code_version(args.device).items() if k != "files"}
