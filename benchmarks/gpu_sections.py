@@ -289,6 +289,8 @@ def grids(setup: Setup) -> list[dict]:
 
 KERNEL_TEST_FILES = [
     "tests/trainables/models/scans/test_fused.py",
+    "tests/trainables/models/scans/test_givens_matrix.py",
+    "tests/trainables/models/scans/test_cayley_matrix.py",
     "tests/trainables/models/scans/test_plan.py",
     "tests/trainables/test_gpu_memory.py",
     "tests/trainables/test_capture.py",

@@ -33,8 +33,9 @@ def gpu_memory_share(device: torch.device, fraction: float) -> Iterator[None]:
         yield
         return
     capped = 0.0 < fraction < 1.0
-    if capped:
-        torch.cuda.set_per_process_memory_fraction(fraction, device)
+    if capped:  # torch's cap takes an index: `cuda` alone names the current device
+        index = torch.cuda.current_device() if device.index is None else device.index
+        torch.cuda.set_per_process_memory_fraction(fraction, index)
     try:
         yield
     except torch.OutOfMemoryError as exc:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from trainables.memory import gpu_memory_share
 from trainables.train import TrialOutOfMemory, train
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="the cap acts on a GPU's memory")
+on_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the cap acts on a GPU's memory")
 
 
 def _config(hidden: int, fraction: float) -> dict:
@@ -27,6 +28,7 @@ def _config(hidden: int, fraction: float) -> dict:
     }
 
 
+@on_cuda
 def test_a_trial_over_its_gpu_memory_share_fails_naming_it() -> None:
     total_mb = torch.cuda.get_device_properties(0).total_memory / 2**20
     fraction = 64 / total_mb  # 64 MB, where a 4096-unit GRU's weights alone take 400
@@ -38,8 +40,28 @@ def test_a_trial_over_its_gpu_memory_share_fails_naming_it() -> None:
     torch.cuda.empty_cache()
 
 
+@on_cuda
 def test_a_trial_within_its_share_trains() -> None:
     reports = []
     train(_config(64, 0.25), lambda step, metrics: reports.append(step))
     torch.cuda.set_per_process_memory_fraction(1.0)
     assert reports == [2]
+
+
+def test_the_share_is_capped_on_the_index_of_the_trials_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial's device is `cuda` without an index, which torch's cap refuses: the cap goes to the
+    current device's index (a sweep's GPU trial sees only its own GPU, as device 0)."""
+    capped = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(
+        torch.cuda,
+        "set_per_process_memory_fraction",
+        lambda fraction, device: capped.append((fraction, device)),
+    )
+    with gpu_memory_share(torch.device("cuda"), 0.25):
+        pass
+    with gpu_memory_share(torch.device("cuda:1"), 0.5):
+        pass
+    with gpu_memory_share(torch.device("cuda"), 1.0):  # the whole device: nothing to cap
+        pass
+    assert capped == [(0.25, 3), (0.5, 1)]
