@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -297,6 +298,18 @@ KERNEL_TEST_FILES = [
 ]
 
 
+def pytest_summary(output: str) -> str:
+    """What failed and why, from a pytest run's output: its `E ` lines, `FAILED`/`ERROR` lines and
+    counts. The tracebacks around them name the machine's own paths, which the JSON must not hold."""
+    kept = [
+        line
+        for line in output.splitlines()
+        if line.startswith(("E ", "FAILED ", "ERROR "))
+        or re.search(r"\b\d+ (passed|failed|errors?)\b.* in [\d.]+s", line)
+    ]
+    return "\n".join(kept[-40:])
+
+
 def _junit_totals(report: Path) -> dict[str, int]:
     import xml.etree.ElementTree as ElementTree
 
@@ -351,7 +364,7 @@ def kernel_tests(setup: Setup, out: Path) -> dict:
             for key, value in _junit_totals(report).items():
                 totals[key] += value
         if process.returncode != 0:
-            failed_output.append(output[-3000:])
+            failed_output.append(pytest_summary(output))
     return {
         "device": str(setup.device), "collected": len(ids), "processes": workers, **totals,
         "passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],

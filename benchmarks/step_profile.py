@@ -19,22 +19,26 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import paper_trial
 import record
 import torch
 from torch.autograd import DeviceType
+from torch.autograd.profiler_util import FunctionEvent
 from torch.profiler import ProfilerActivity, profile
 
 from trainables.step import PlainStep, StepParts
-from trainables.train import TrialConfig, build, build_optimizers, config_from_settings
+from trainables.train import TrialConfig, build, build_optimizers, config_from_settings, kernel_facts
 
 MODELS = ("gru", "lstm", "eurnn", "scornn", "goru", "ncgru")
 TOP = 8  # kernels listed per model
 
 
 def plain_step(model: str, hidden: dict[str, int], args: argparse.Namespace) -> PlainStep:
+    """The step a trial of `model` takes (`train` builds it the same way), never captured: the
+    profiler names each kernel launch, which a graph's replay would hide."""
     settings = {**hidden, "batch_size": args.batch, "lr": 1e-3, "optimizer": "adam", "T": args.T}
     trial = TrialConfig.from_mapping(config_from_settings("denoise", model, settings, device=args.device))
     task, network, rnns = build(trial, torch.device(args.device))
@@ -57,13 +61,16 @@ def take(step: PlainStep, steps: int, device: torch.device) -> float:
     return 1000 * (time.perf_counter() - started) / steps
 
 
-def kernels(events: list, steps: int, cuda: bool) -> tuple[float, float, list[dict]]:
+def kernels(events: Iterable[FunctionEvent], steps: int, cuda: bool) -> tuple[float, float, list[dict]]:
     """Busy milliseconds per step, launches per step and the kernels by time: on a GPU each
-    device kernel; on a CPU each ATen op's own time (no children), which is where a CPU step goes."""
+    device kernel (a `record_function` range drawn on the device, such as the optimizer's, spans
+    kernels counted already); on a CPU each op's own time (no children), where a CPU step goes."""
     by_name: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for event in events:
         on_device = event.device_type == DeviceType.CUDA
-        if on_device != cuda or (not cuda and event.self_cpu_time_total <= 0):
+        if on_device != cuda or (cuda and event.is_user_annotation):
+            continue
+        if not cuda and event.self_cpu_time_total <= 0:
             continue
         spent = event.time_range.elapsed_us() if cuda else event.self_cpu_time_total
         by_name[event.name][0] += spent / 1000
@@ -84,6 +91,8 @@ def kernels(events: list, steps: int, cuda: bool) -> tuple[float, float, list[di
 
 
 def profile_model(model: str, args: argparse.Namespace) -> dict:
+    """The step's wall time, fastest of three timings without the profiler (the profiler's own
+    cost stays out of it), then its kernels over the same number of steps under the profiler."""
     device = torch.device(args.device)
     hidden = {"hidden_size": 12} if args.quick else paper_trial.PAPER_HIDDEN[model]
     step = plain_step(model, hidden, args)
@@ -93,11 +102,10 @@ def profile_model(model: str, args: argparse.Namespace) -> dict:
     with profile(activities=activities, acc_events=True) as profiler:  # one cycle: kept without a warning
         take(step, args.steps, device)
     busy, launches, top = kernels(profiler.events(), args.steps, device.type == "cuda")
-    kernel = ",".join(sorted({r.kernel_record.kernel for r in step.parts.rnns if getattr(r, "kernel_record", None) and r.kernel_record.kernel}))  # fmt: skip
     return {
         "model": model,
         **hidden,
-        "path": kernel or "torch",
+        "path": kernel_facts(step.parts.rnns).get("kernel", "torch"),
         "wall_ms_per_step": wall,
         "busy_ms_per_step": busy,
         "launches_per_step": launches,
@@ -106,6 +114,7 @@ def profile_model(model: str, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
+    """Profile each model in turn; a model that fails is named in the table and the rest still run."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -106,20 +107,23 @@ def test_the_readmes_training_run_learns(tmp_path: Path) -> None:
         [sys.executable, "-m", "sweeper.cli", *args], cwd=tmp_path, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    steps, losses, baseline = [], [], None
+    deadline = threading.Timer(600, process.kill)  # a hung run fails here instead of stalling CI
+    deadline.start()
+    lines, losses, baseline = [], [], None
     try:
         for line in process.stdout:
-            if line.startswith("step"):
-                steps.append(line)
+            lines.append(line)
             if found := re.search(r"valid_loss=([0-9.e-]+).*baseline=([0-9.e-]+)", line):
                 losses.append(float(found.group(1)))
                 baseline = float(found.group(2))
                 if losses[-1] < 0.25 * baseline:
                     break
     finally:
+        deadline.cancel()
         process.kill()
-        output = "".join(steps) + (process.stdout.read() if process.stdout else "")
         process.wait()
+    output = "".join(lines)
+    steps = [line for line in lines if line.startswith("step")]
     assert steps and steps[0].split()[:2] == ["step", "1"], output  # progress from the first step
     assert baseline is not None and losses[-1] < 0.25 * baseline, (losses, baseline, output)
 

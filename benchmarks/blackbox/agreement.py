@@ -23,7 +23,15 @@ from benchmarks.blackbox import table as tables
 
 
 def ranks(values: np.ndarray) -> np.ndarray:
+    """Each value's place in the sorted order (0 for the smallest)."""
     return np.argsort(np.argsort(values)).astype(float)
+
+
+def relative_difference(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """|second - first| / |first|; where the first is 0, 0 if the second is too, else infinite."""
+    gap = np.abs(second - first)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap == 0, 0.0, gap / np.abs(first))
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -36,11 +44,11 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 def agreement(first: tables.Table, second: tables.Table) -> list[dict]:
     """One row per (task, model) of the first table: the runs complete in both, compared."""
     if first.curves.keys() != second.curves.keys() or any(
-        [d["config"] for d in first.curves[t][m].designs]
+        first.curves[t].keys() != second.curves[t].keys()
+        or [d["config"] for d in first.curves[t][m].designs]
         != [d["config"] for d in second.curves[t][m].designs]
         for t in first.curves
         for m in first.curves[t]
-        if m in second.curves[t]
     ):
         raise tables.TableMismatch("the two tables hold different designs: their runs cannot be paired")
     rows = []
@@ -49,9 +57,9 @@ def agreement(first: tables.Table, second: tables.Table) -> list[dict]:
             b = second.curves[task][model]
             seeds = min(a.status.shape[1], b.status.shape[1])
             both = (a.status[:, :seeds] == tables.COMPLETE) & (b.status[:, :seeds] == tables.COMPLETE)
-            best_a = np.nanmin(a.objective[:, :seeds], axis=-1)[both]
-            best_b = np.nanmin(b.objective[:, :seeds], axis=-1)[both]
-            moved = np.abs(best_b - best_a) / np.abs(best_a)
+            best_a = np.nanmin(a.objective[:, :seeds][both], axis=-1)
+            best_b = np.nanmin(b.objective[:, :seeds][both], axis=-1)
+            moved = relative_difference(best_a, best_b)
             rows.append(
                 {
                     "task": task,
@@ -72,6 +80,7 @@ def agreement(first: tables.Table, second: tables.Table) -> list[dict]:
 
 
 def text(rows: list[dict], first: str, second: str) -> str:
+    """The rows as the table the command prints, each table named by its folder."""
     lines = [
         f"runs complete in both, best {first} against best {second}",
         f"{'task':>8} {'model':>7} {'runs':>5} {'median diff':>12} {'largest':>8} {'spearman':>9} "

@@ -66,3 +66,23 @@ def test_cpu_check_runs_the_whole_plan_and_writes_the_json(tmp_path: Path) -> No
     at_128 = [row for row in figures["grids"] if row["shape"][0] == 128]
     assert at_128 and all(row["sms"] == 132 and row["programs"] >= 32 for row in at_128)
     assert "cell fwd+bwd against nn.GRU" in done.stdout
+
+
+def test_a_failed_kernel_test_is_kept_as_its_reasons_without_the_machines_paths() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_sections
+
+    output = """____ test_cap ____
+    def test_cap():
+>       torch.cuda.set_per_process_memory_fraction(0.5, torch.device("cuda"))
+/some/site-packages/torch/_utils.py:888: ValueError
+E               ValueError: Expected a torch.device with a specified index
+=========================== short test summary info ============================
+FAILED tests/trainables/test_gpu_memory.py::test_cap - ValueError: Expected a torch.device
+1 failed, 16 passed, 1 skipped in 19.91s
+"""
+    assert gpu_sections.pytest_summary(output).splitlines() == [
+        "E               ValueError: Expected a torch.device with a specified index",
+        "FAILED tests/trainables/test_gpu_memory.py::test_cap - ValueError: Expected a torch.device",
+        "1 failed, 16 passed, 1 skipped in 19.91s",
+    ]

@@ -1,7 +1,8 @@
 """A GPU trial takes no more than its share of the device's memory: past it, it fails as out of
-memory, naming its share, instead of starving the trials packed beside it. Runs where CUDA is
-(the GPU acceptance script's kernel tests include it); the share's wiring from a sweep's resources
-is tested without a GPU in `tests/sweeper/run/tune/test_gpu_sweep.py`."""
+memory, naming its share, instead of starving the trials packed beside it. The trials run where
+CUDA is (the GPU acceptance script's kernel tests include them), the cap's call everywhere; the
+share's wiring from a sweep's resources is tested without a GPU in
+`tests/sweeper/run/tune/test_gpu_sweep.py`."""
 
 from __future__ import annotations
 

@@ -61,3 +61,16 @@ def test_tables_of_different_designs_are_refused(
 def test_rank_correlation_needs_three_runs() -> None:
     assert np.isnan(agreement.spearman(np.array([1.0, 2.0]), np.array([2.0, 1.0])))
     assert agreement.spearman(np.array([3.0, 1.0, 2.0]), np.array([30.0, 10.0, 20.0])) == pytest.approx(1.0)
+
+
+def test_a_best_value_of_zero_moves_by_nothing_or_without_bound() -> None:
+    moved = agreement.relative_difference(np.array([0.0, 0.0, 2.0]), np.array([0.0, 1.0, 3.0]))
+    assert moved.tolist() == [0.0, float("inf"), 0.5]
+
+
+def test_tables_with_other_models_are_refused(pair: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    other = tables.read(pair[1])
+    del other.curves["copying"]["ncgru"]
+    tables.write(other, pair[1])
+    assert agreement.main([str(pair[0]), str(pair[1])]) == 2
+    assert "different designs" in capsys.readouterr().err
