@@ -14,9 +14,9 @@ kernels are compiled first, in parallel processes, so no timing holds a compilat
     python benchmarks/gpu_acceptance.py --out DIR --cpu-check   # the same plan, tiny, in Triton's interpreter
 
 `--cpu-check` runs the whole plan at tiny shapes on the CPU under TRITON_INTERPRET=1 and writes
-the same JSON shape (its times measure the interpreter, not a GPU); its trials train on the adding
-task, whose sequences are T long (denoise's are T + 20: the interpreter's time grows with the
-steps); the grids are planned for a 132-SM H100 either way. It runs in one process: the kernel
+the same JSON shape (its times measure the interpreter, not a GPU); its trials and the precisions'
+training run train on the adding task, whose sequences are T long (denoise's and copying's are
+T + 20: the interpreter's time grows with the steps); the grids are planned for a 132-SM H100 either way. It runs in one process: the kernel
 tests through `pytest.main`, each `sweeper train` through the command's own code (Click's
 runner), the packed trials one after another; on a GPU each of those is a process of its own, so
 that each trial has the device alone.
@@ -54,14 +54,14 @@ CAPTURES = (True, False)  # each trial's step in a CUDA graph where it can be, a
 def setup_for(args: argparse.Namespace) -> sections.Setup:
     if args.cpu_check:
         return sections.Setup(
-            torch.device("cpu"), TINY_SHAPES, reps=1, precision_steps=6, copying_iterations=1,
+            torch.device("cpu"), TINY_SHAPES, reps=1, precision_steps=6, copying_iterations=1, precision_task="adding",
             trial_iterations=2, trial_task="adding", trial_T=5, packing_iterations=2, packings=(1, 2), paper_hidden=TINY_HIDDEN,
             tests_filter="test_plan.py or self_check", tiny=True,
         )  # fmt: skip
     if not torch.cuda.is_available():
         sys.exit("no CUDA device is visible: run on a GPU, or with --cpu-check")
     return sections.Setup(
-        torch.device("cuda"), GPU_SHAPES, reps=args.reps, precision_steps=1000, copying_iterations=args.copying_iterations,
+        torch.device("cuda"), GPU_SHAPES, reps=args.reps, precision_steps=1000, copying_iterations=args.copying_iterations, precision_task="copying",
         trial_iterations=args.trial_iterations, trial_task="denoise", trial_T=200, packing_iterations=args.packing_iterations,
         packings=(1, 2, 4, 8), paper_hidden=paper_trial.PAPER_HIDDEN, tests_filter=args.tests_filter, tiny=False,
     )  # fmt: skip

@@ -49,6 +49,7 @@ class Setup:
     reps: int
     precision_steps: int  # T of the orthogonality drift and the copying run
     copying_iterations: int
+    precision_task: str  # the precisions' training run: copying (T + 20 steps), adding (T) when tiny
     trial_iterations: int
     trial_task: str  # the `sweeper train` trials' and the packing's task
     trial_T: int
@@ -259,7 +260,7 @@ def precision_effects(setup: Setup) -> list[dict]:
     for name, hidden in (("scornn", {"hidden_size": 16 if setup.tiny else 190, "rho": 8 if setup.tiny else 95}), ("goru", {"hidden_size": 16 if setup.tiny else 128})):  # fmt: skip
         for precision in PRECISIONS:
             config = {
-                "task": "copying", "model": name, "device": str(setup.device), "seed": 0,
+                "task": setup.precision_task, "model": name, "device": str(setup.device), "seed": 0,
                 "task_settings": {"T": T, "valid_size": 4 if setup.tiny else 256, "test_size": 4 if setup.tiny else 256},
                 "iterations": setup.copying_iterations, "eval_every": setup.copying_iterations,
                 "batch_size": 4 if setup.tiny else 20, "lr": 1e-3, "optimizer": "rmsprop",
@@ -267,7 +268,7 @@ def precision_effects(setup: Setup) -> list[dict]:
             }  # fmt: skip
             started = time.perf_counter()
             metrics = train(config, lambda step, m: None)
-            rows.append({"model": name, "precision": precision, "task": f"copying T={T}", "iterations": setup.copying_iterations, "train_loss": metrics["train_loss"], "valid_loss": metrics["valid_loss"], "seconds": time.perf_counter() - started})  # fmt: skip
+            rows.append({"model": name, "precision": precision, "task": f"{setup.precision_task} T={T}", "iterations": setup.copying_iterations, "train_loss": metrics["train_loss"], "valid_loss": metrics["valid_loss"], "seconds": time.perf_counter() - started})  # fmt: skip
     return rows
 
 
