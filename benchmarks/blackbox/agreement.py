@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("second", type=Path, help="another recording of the same design")
     parser.add_argument("--out", type=Path, help="the rows as JSON")
     args = parser.parse_args(argv)
+    for folder in (args.first, args.second):
+        if not (folder / tables.META).is_file():
+            print(f"error: {folder} holds no table (no {tables.META})", file=sys.stderr)
+            return 2
     try:
         rows = agreement(tables.read(args.first), tables.read(args.second))
     except tables.TableMismatch as exc:

@@ -74,3 +74,9 @@ def test_tables_with_other_models_are_refused(pair: tuple[Path, Path], capsys: p
     tables.write(other, pair[1])
     assert agreement.main([str(pair[0]), str(pair[1])]) == 2
     assert "different designs" in capsys.readouterr().err
+
+
+def test_a_folder_without_a_table_is_named(pair: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    missing = pair[1].parent / "nowhere"
+    assert agreement.main([str(pair[0]), str(missing)]) == 2
+    assert f"{missing} holds no table" in capsys.readouterr().err
