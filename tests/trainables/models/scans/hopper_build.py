@@ -13,16 +13,16 @@ replaces the kernels by their interpreted form. Prints one JSON object: variant 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
-import os
 import re
-import subprocess
-import tempfile
+from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.backends.nvidia.compiler import get_ptxas
-from triton.compiler import ASTSource
+from triton.compiler import ASTSource, CompiledKernel
+from triton.runtime.cache import get_cache_manager
 
 from trainables.models.scans import cayley_kernels, givens_kernels, reset_after_kernels, reset_before_kernels
 from trainables.models.scans.cayley_matrix import BLOCK, BLOCK_K
@@ -61,6 +61,7 @@ GIVENS_SIZES = [(128, "fp32"), (128, "fp64"), (512, "fp32"), (2048, "fp32")]
 QUICK_GIVENS = [(512, "fp32"), (2048, "fp32")]
 GIVENS_INDEX_POINTERS = ("partner_ptr", "cos_index_ptr", "sin_index_ptr")  # the module's int64 buffers
 CAYLEY_DTYPES = ("fp32", "fp64")  # one binary for every n
+PTXAS_REPORT = "ptxas-report.txt"  # beside each kernel in Triton's cache
 
 
 def plans(model: str, n: int, batch: int, precisions: tuple[str, ...]) -> list[tuple[ScanPlan, dict]]:
@@ -76,6 +77,25 @@ def plans(model: str, n: int, batch: int, precisions: tuple[str, ...]) -> list[t
         flags = {"RESET": reset, "UPDATE": UPDATE_CODES[update], "GIVENS": plan.path == "givens"}
         found.append((plan, {**flags, "IN_MEMORY": plan.in_memory}))
     return found
+
+
+def build_reported(source: ASTSource, options: dict) -> tuple[CompiledKernel, str]:
+    """The kernel and the report (`-v`) of the ptxas run that built it, with the flags Triton gives
+    ptxas: Triton prints it while it builds, and it is kept beside the kernel in Triton's cache for
+    the runs that load the kernel from there (one that finds none there builds it again)."""
+    for always in (False, True):
+        log = io.StringIO()
+        with triton.knobs.compilation.scope(), triton.knobs.nvidia.scope(), contextlib.redirect_stdout(log):
+            triton.knobs.compilation.always_compile = always
+            triton.knobs.nvidia.dump_ptxas_log = True
+            compiled = triton.compile(source, target=HOPPER, options=options)
+        cache = get_cache_manager(compiled.hash)
+        if log.getvalue():
+            cache.put(log.getvalue(), PTXAS_REPORT, binary=False)
+            return compiled, log.getvalue()
+        if kept := cache.get_file(PTXAS_REPORT):
+            return compiled, Path(kept).read_text()
+    raise RuntimeError(f"Triton built {compiled.name} without printing its ptxas report")
 
 
 def compile_kernel(
@@ -96,17 +116,7 @@ def compile_kernel(
         signature=signature,
         constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()},
     )
-    compiled = triton.compile(source, target=HOPPER, options=options)
-    with tempfile.TemporaryDirectory() as folder:
-        ptx = os.path.join(folder, "kernel.ptx")
-        with open(ptx, "w") as file:
-            file.write(compiled.asm["ptx"])
-        report = subprocess.run(
-            [get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", ptx, "-o", os.devnull],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stderr
+    compiled, report = build_reported(source, options)
     registers = int(re.search(r"Used (\d+) registers", report).group(1))
     spilled = int(re.search(r"(\d+) bytes spill stores", report).group(1))
     return {"registers": registers, "spill_bytes": spilled, "shared_bytes": compiled.metadata.shared}
