@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
@@ -96,22 +98,48 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
     assert "| model | best |" in markdown.stdout
 
 
-def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(tmp_path):
-    spec = tiny_spec(
+@dataclass(frozen=True)
+class Launched:
+    """Where one `sweeper launch` of several specs ran, and what it printed."""
+
+    cwd: Path
+    result: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="module")
+def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> Launched:
+    """Two sweeps in one launch (one driver, one local Ray), each read by its own test below: a
+    pruning scheduler beside a model that raises, and a file-based task whose data directory is
+    relative to the launch directory."""
+    from tests import corpora
+
+    cwd = tmp_path_factory.mktemp("faults-and-ptb")
+    faults = tiny_spec(
         name="faults",
         models=("gru", "exploding"),
         sampler={"name": "random", "seed": 3},
         budget={"trials": 4, "max_concurrent": 1},
         per_model={"gru": {"lr": {"choice": [1.0e-6, 0.05]}}, "exploding": {"fail_after": 5}},
     )
-    config = write_spec(tmp_path, spec)
-    result = run_cli(["launch", str(config)], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    corpora.write_ptb(cwd / "data" / "ptb")
+    ptb = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
+    ptb["params"].update(iterations=4, eval_every=2, batch_size=4)
+    ptb["scheduler"] = {"name": "none"}
+    ptb["budget"] = {"trials": 1}
+    configs = [str(write_spec(cwd, faults, "faults.yaml")), str(write_spec(cwd, ptb, "ptb.yaml"))]
+    return Launched(cwd, run_cli(["launch", *configs], cwd))
 
-    trials = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "faults-1")
+
+@pytest.mark.xdist_group("faults_and_ptb")
+def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(faults_and_ptb, tmp_path):
+    sweeps, result = faults_and_ptb.cwd / "sweeps", faults_and_ptb.result
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sweep faults-1: finished" in result.stdout
+
+    trials = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "faults-1")
     exploding = trials["exploding"]
     assert len(exploding) == 4
-    client = MlflowClient(f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}")
+    client = MlflowClient(f"sqlite:///{sweeps / 'mlflow.db'}")
     for trial in exploding:
         assert trial.state == TrialState.FAIL
         assert trial.user_attrs["fail_reason"] == "RuntimeError: exploding model failed on purpose"
@@ -125,7 +153,8 @@ def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(tmp_
         assert client.download_artifacts(run_id, "traceback.txt", str(tmp_path)) and (
             (tmp_path / "traceback.txt").read_text() == traceback
         )
-    outputs = sorted((tmp_path / "sweeps" / "ray_results").rglob("stderr"))
+    (experiment,) = (sweeps / "ray_results").glob("faults-1-*")  # the sweep's own, not ptb-1's
+    outputs = sorted(experiment.rglob("stderr"))
     assert len(outputs) >= 8, "every trial keeps its stdout and stderr beside its results"
     gru = trials["gru"]
     assert len(gru) == 4
@@ -332,18 +361,12 @@ def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
     assert "Traceback" not in output, output
 
 
-def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(tmp_path):
+@pytest.mark.xdist_group("faults_and_ptb")
+def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(faults_and_ptb):
     """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
     directory preflight checked, relative to where `sweeper launch` ran."""
-    from tests import corpora
-
-    corpora.write_ptb(tmp_path / "data" / "ptb")
-    raw = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
-    raw["params"].update(iterations=4, eval_every=2, batch_size=4)
-    raw["scheduler"] = {"name": "none"}
-    raw["budget"] = {"trials": 1}
-    config = write_spec(tmp_path, raw)
-    result = run_cli(["launch", str(config)], tmp_path)
+    sweeps, result = faults_and_ptb.cwd / "sweeps", faults_and_ptb.result
     assert result.returncode == 0, result.stdout + result.stderr
-    (trial,) = studies(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}", "ptb-1")["gru"]
+    assert "sweep ptb-1: finished" in result.stdout
+    (trial,) = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "ptb-1")["gru"]
     assert trial.state == TrialState.COMPLETE, trial.user_attrs
