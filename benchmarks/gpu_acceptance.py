@@ -16,10 +16,10 @@ kernels are compiled first, in parallel processes, so no timing holds a compilat
 `--cpu-check` runs the whole plan at tiny shapes on the CPU under TRITON_INTERPRET=1 and writes
 the same JSON shape (its times measure the interpreter, not a GPU); its trials and the precisions'
 training run train on the adding task, whose sequences are T long (denoise's and copying's are
-T + 20: the interpreter's time grows with the steps); the grids are planned for a 132-SM H100 either way. It runs in one process: the kernel
-tests through `pytest.main`, each `sweeper train` through the command's own code (Click's
-runner), the packed trials one after another; on a GPU each of those is a process of its own, so
-that each trial has the device alone.
+T + 20: the interpreter's time grows with the steps); the grids are planned for a 132-SM H100
+either way. It runs in one process: the kernel tests through `pytest.main`, each `sweeper train`
+through the command's own code (Click's runner), the packed trials one after another; on a GPU
+each of those is a process of its own, so that each trial has the device alone.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class Setup:
     device: torch.device
     shapes: list[tuple[int, int, int]]  # (B, T, n) of the cell timings; the last is EURNN's alone
     reps: int
-    precision_steps: int  # T of the orthogonality drift and the copying run
+    precision_steps: int  # T of the orthogonality drift and of the precisions' training run
     copying_iterations: int
     precision_task: str  # the precisions' training run: copying (T + 20 steps), adding (T) when tiny
     trial_iterations: int

@@ -112,8 +112,10 @@ def test_the_json_schemas_in_the_docs_are_current() -> None:
 
 @pytest.mark.parametrize("command", ["summarize", "report", "export"])
 def test_commands_that_take_a_sweep_default_to_the_latest(storage: str, command: str, tmp_path: Path) -> None:
-    out = {"summarize": [], "report": ["--no-figures"]}.get(command, []) + (
-        [] if command == "summarize" else ["--out", str(tmp_path)]
-    )  # the report's figures are no part of which sweep it reads
+    out = {  # the report's figures are no part of which sweep it reads
+        "summarize": [],
+        "report": ["--no-figures", "--out", str(tmp_path)],
+        "export": ["--out", str(tmp_path)],
+    }[command]
     named = invoke(storage, command, "busy-1", *out)
     assert invoke(storage, command, *out) == named

@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
@@ -98,19 +97,11 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
     assert "| model | best |" in markdown.stdout
 
 
-@dataclass(frozen=True)
-class Launched:
-    """Where one `sweeper launch` of several specs ran, and what it printed."""
-
-    cwd: Path
-    result: subprocess.CompletedProcess
-
-
 @pytest.fixture(scope="module")
-def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> Launched:
+def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     """Two sweeps in one launch (one driver, one local Ray), each read by its own test below: a
     pruning scheduler beside a model that raises, and a file-based task whose data directory is
-    relative to the launch directory."""
+    relative to the launch directory. Returns the launch directory and the launch."""
     from tests import corpora
 
     cwd = tmp_path_factory.mktemp("faults-and-ptb")
@@ -127,12 +118,13 @@ def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> Launched:
     ptb["scheduler"] = {"name": "none"}
     ptb["budget"] = {"trials": 1}
     configs = [str(write_spec(cwd, faults, "faults.yaml")), str(write_spec(cwd, ptb, "ptb.yaml"))]
-    return Launched(cwd, run_cli(["launch", *configs], cwd))
+    return cwd, run_cli(["launch", *configs], cwd)
 
 
 @pytest.mark.xdist_group("faults_and_ptb")
 def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(faults_and_ptb, tmp_path):
-    sweeps, result = faults_and_ptb.cwd / "sweeps", faults_and_ptb.result
+    cwd, result = faults_and_ptb
+    sweeps = cwd / "sweeps"
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sweep faults-1: finished" in result.stdout
 
@@ -365,7 +357,8 @@ def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
 def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(faults_and_ptb):
     """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
     directory preflight checked, relative to where `sweeper launch` ran."""
-    sweeps, result = faults_and_ptb.cwd / "sweeps", faults_and_ptb.result
+    cwd, result = faults_and_ptb
+    sweeps = cwd / "sweeps"
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sweep ptb-1: finished" in result.stdout
     (trial,) = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "ptb-1")["gru"]
