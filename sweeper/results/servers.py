@@ -31,7 +31,9 @@ def ui_servers(
     if uri.startswith(("http://", "https://")):
         lines.append(f"MLflow UI: {runs_page(uri, record.mlflow_experiment_id)}")
     else:
-        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
+        # one web worker: the UI of one researcher's store; MLflow's default of four starts in
+        # twice the CPU time, each worker loading the whole server
+        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--workers", "1"]
         commands.append([*command, "--host", host, "--port", str(port)])
         lines.append(f"MLflow UI: {runs_page(f'http://{host}:{port}', record.mlflow_experiment_id)}")
     if importlib.util.find_spec("optuna_dashboard") is not None:

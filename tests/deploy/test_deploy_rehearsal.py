@@ -215,14 +215,15 @@ def test_a_smoke_sweep_with_the_manifests_environment(rehearsal: Rehearsal) -> N
 
     from sweeper.spec.loading import load_spec
 
-    # the shipped spec with fewer iterations per smoke trial: what is rehearsed is where a
-    # sweep's records go on the manifests' services, not what its trials learn (the README's main
-    # command is tested for that)
+    # the shipped spec with fewer iterations per smoke trial, one at a time (one Ray worker): what
+    # is rehearsed is where a sweep's records go on the manifests' services, not what its trials
+    # learn or how fast (the README's main command is tested for that)
     raw = yaml.safe_load(CONFIG.read_text())
     raw["profiles"]["smoke"]["params"]["iterations"] = SMOKE_ITERATIONS
+    raw["profiles"]["smoke"]["budget"]["max_concurrent"] = 1
     config = write_spec(rehearsal.workdir.parent, raw, CONFIG.name)  # outside the driver's folder
     spec = load_spec(config, "smoke")
-    assert spec.params["iterations"] == SMOKE_ITERATIONS
+    assert spec.params["iterations"] == SMOKE_ITERATIONS and spec.budget.max_concurrent == 1
     result = rehearsal.launch("--profile", "smoke", "--max-trials", "1", config=config)
     assert result.returncode == 0, result.stdout + result.stderr + rehearsal.processes.tails()
 

@@ -95,7 +95,9 @@ def test_a_password_in_the_storage_url_appears_in_no_output_row_or_file(
     """Given the documented way, by environment: every command that reads or writes the database
     runs, then everything it printed or stored is searched."""
     env = cli_env({"SWEEPER_STORAGE": url_with_password})
-    spec = write_spec(tmp_path, tiny_spec(name="secret", models=("gru",), budget={"trials": 2}))
+    spec = write_spec(
+        tmp_path, tiny_spec(name="secret", models=("gru",), budget={"trials": 2, "max_concurrent": 1})
+    )
     outputs: dict[str, str] = {}
     commands = {
         "launch": ["launch", str(spec)],
@@ -144,7 +146,9 @@ def test_a_password_in_the_tracking_uri_appears_in_no_output_or_row(tmp_path: Pa
             "MLFLOW_HTTP_REQUEST_TIMEOUT": "2",
         }
     )
-    spec = write_spec(tmp_path, tiny_spec(name="tracked", models=("gru",), budget={"trials": 1}))
+    spec = write_spec(
+        tmp_path, tiny_spec(name="tracked", models=("gru",), budget={"trials": 1, "max_concurrent": 1})
+    )
     outputs: dict[str, str] = {}
     for args in (["launch", str(spec)], ["status"], ["list"], ["summarize", "tracked-1", "--format", "json"]):
         result = run_cli(args, tmp_path, env, timeout=COMMAND_TIMEOUT_S)

@@ -65,28 +65,37 @@ READ_COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("command", list(READ_COMMANDS))
-def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, str], command: str) -> None:
+def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, str]) -> None:
+    """Every read command in turn in one interpreter (one start instead of one per command):
+    modules stay imported, so the first command that loads a heavy one is the one named."""
     folder, url, _ = finished
     probe = textwrap.dedent(
         f"""
-        import json, sys
+        import contextlib, io, json, sys
         from sweeper.cli import main
-        code = main({READ_COMMANDS[command]!r}, standalone_mode=False)
-        print("PROBE", json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
+        for name, args in {READ_COMMANDS!r}.items():
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = main(args, standalone_mode=False)
+            loaded = [m for m in {HEAVY!r} if m in sys.modules]
+            print("PROBE", json.dumps({{"command": name, "code": code, "loaded": loaded, "out": out.getvalue()}}))
         """
     )
     env = {**os.environ, "SWEEPER_STORAGE": url, "COLUMNS": "200"}
     done = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE ")]
-    assert lines, done.stdout + done.stderr
-    result = json.loads(lines[-1].removeprefix("PROBE "))
-    assert result["code"] in (0, None), done.stdout + done.stderr
-    assert result["loaded"] == [], f"{command} imported {result['loaded']}"
-    if command == "report":
-        rows = json.loads(done.stdout[: done.stdout.index("PROBE ")])["rows"]
-        assert {row["model"] for row in rows} == {"gru", "goru"}
-        assert all(row["parameters"] == 1234 for row in rows)
+    results = [
+        json.loads(line.removeprefix("PROBE "))
+        for line in done.stdout.splitlines()
+        if line.startswith("PROBE ")
+    ]
+    assert [r["command"] for r in results] == list(READ_COMMANDS), done.stdout + done.stderr
+    for result in results:
+        assert result["code"] in (0, None), (result, done.stderr)
+        assert result["loaded"] == [], f"{result['command']} imported {result['loaded']}"
+    (report,) = [r for r in results if r["command"] == "report"]
+    rows = json.loads(report["out"])["rows"]
+    assert {row["model"] for row in rows} == {"gru", "goru"}
+    assert all(row["parameters"] == 1234 for row in rows)
 
 
 def test_a_stored_spec_is_parsed_once_per_record(finished: tuple[Path, str, str]) -> None:

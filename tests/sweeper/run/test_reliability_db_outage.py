@@ -31,7 +31,7 @@ def set_connections(database: str, allowed: bool) -> None:
 
 def test_database_lost_mid_sweep_interrupts(postgres_url, tmp_path):
     database = sa.engine.make_url(postgres_url).database
-    spec = tiny_spec(name="dbloss", scheduler="none", budget={"trials": 4, "max_concurrent": 2})
+    spec = tiny_spec(name="dbloss", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
     spec["params"].update(iterations=120, eval_every=40)
     config = write_spec(tmp_path, spec)
     process = start_cli(["launch", str(config), "--storage", postgres_url], tmp_path)

@@ -22,10 +22,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_driver_sigkill_then_resume(tmp_path):
-    spec = tiny_spec(name="killed", scheduler="none", budget={"trials": 4, "max_concurrent": 2})
-    # long enough trials that the second pair is still running when the first pair has finished,
-    # even beside another test's work (the suite runs on two workers)
-    spec["params"].update(iterations=400, eval_every=100)
+    spec = tiny_spec(name="killed", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
+    # one trial at a time (one Ray worker), each long enough that the third is seen running once
+    # two have finished, even beside another test's work (the suite runs on two workers)
+    spec["params"].update(iterations=200, eval_every=100)
     config = write_spec(tmp_path, spec)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
 

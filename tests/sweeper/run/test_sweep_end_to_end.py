@@ -116,7 +116,7 @@ def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subp
     ptb = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
     ptb["params"].update(iterations=4, eval_every=2, batch_size=4)
     ptb["scheduler"] = {"name": "none"}
-    ptb["budget"] = {"trials": 1}
+    ptb["budget"] = {"trials": 1, "max_concurrent": 1}
     configs = [str(write_spec(cwd, faults, "faults.yaml")), str(write_spec(cwd, ptb, "ptb.yaml"))]
     return cwd, run_cli(["launch", *configs], cwd)
 
@@ -160,7 +160,7 @@ def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_tr
     spec = tiny_spec(
         name="resumable",
         scheduler="none",
-        budget={"trials": 5, "max_concurrent": 2},
+        budget={"trials": 5, "max_concurrent": 1},
     )
     spec["params"].update(iterations=150, eval_every=50)
     config = write_spec(tmp_path, spec)

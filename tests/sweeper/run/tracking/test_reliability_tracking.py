@@ -31,7 +31,7 @@ def mlflow_contents(uri: str, name: str) -> tuple[list, list]:
 
 @pytest.mark.slow
 def test_tracking_outage_then_sync(tmp_path):
-    config = write_spec(tmp_path, tiny_spec(name="outage", budget={"trials": 2}))
+    config = write_spec(tmp_path, tiny_spec(name="outage", budget={"trials": 2, "max_concurrent": 1}))
     dead = f"http://127.0.0.1:{closed_port()}"
     launch = run_cli(["launch", str(config), "--tracking-uri", dead], tmp_path)
     assert launch.returncode == 0, launch.stdout + launch.stderr

@@ -24,11 +24,18 @@ PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin", DECLAR
 
 
 def gpu_sweep(
-    name: str, model: str, resources: dict, trials: int, meet: Path | None = None, peers: int = 0
+    name: str,
+    model: str,
+    resources: dict,
+    trials: int,
+    concurrent: int,
+    meet: Path | None = None,
+    peers: int = 0,
 ) -> dict:
-    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s; with `meet`,
-    each first waits until `peers` trials have started (up to a minute), which none can see unless
-    Ray runs that many at once."""
+    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s, at most
+    `concurrent` at once (one preloaded Ray worker each); with `meet`, each first waits until
+    `peers` trials have started (up to a minute), which none can see unless Ray runs that many at
+    once."""
     settings: dict = {"kind": "sleep", "step_seconds": 0.5}
     if meet is not None:
         meet.mkdir()
@@ -39,7 +46,7 @@ def gpu_sweep(
         "models": [model],
         "params": {"iterations": 4, "eval_every": 2, "batch_size": 1, "hidden_size": 4, "lr": {"float": [1e-3, 1e-1], "log": True}},
         "scheduler": {"name": "none"},
-        "budget": {"trials": trials, "max_concurrent": 4},
+        "budget": {"trials": trials, "max_concurrent": concurrent},
         "resources": {"cpus": 0.5, **resources},
         "seed": 0,
     }  # fmt: skip
@@ -71,12 +78,14 @@ def most_at_once(trials: list[optuna.trial.FrozenTrial]) -> int:
 def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path: Path) -> None:
     storage, tracking = f"sqlite:///{tmp_path / 'sweeper.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
     orthogonal = write_spec(
-        tmp_path, gpu_sweep("orthogonal", "scornn", {"gpus": 0.5}, 4, tmp_path / "two", 2), "orthogonal.yaml"
+        tmp_path,
+        gpu_sweep("orthogonal", "scornn", {"gpus": 0.5}, 4, 3, tmp_path / "two", 2),
+        "orthogonal.yaml",
     )
     gated = write_spec(
         tmp_path,
         gpu_sweep(
-            "gated", "gru", {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}, 4, tmp_path / "three", 3
+            "gated", "gru", {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}, 4, 3, tmp_path / "three", 3
         ),
         "gated.yaml",
     )
@@ -91,7 +100,7 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
 
     scornn, gru = trials_of(storage, "orthogonal-1"), trials_of(storage, "gated-1")
     assert [t.state.name for t in scornn + gru] == ["COMPLETE"] * 8
-    # 0.5 of the one GPU each: two ran at once (the first two met), never a third
+    # 0.5 of the one GPU each: two ran at once (the first two met), never the third Tune allowed
     assert min(met(scornn)) >= 2 and most_at_once(scornn) == 2
     assert min(met(gru)) >= 3  # 0.125 each: three met, more at once than the 0.5 trials could
     for trial in scornn + gru:
@@ -113,7 +122,7 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
 
 def test_a_trial_given_a_gpu_it_cannot_use_fails_naming_the_host_and_what_is_missing(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'sweeper.db'}"
-    spec = write_spec(tmp_path, gpu_sweep("nocuda", "scornn", {"gpus": 0.5}, 2))
+    spec = write_spec(tmp_path, gpu_sweep("nocuda", "scornn", {"gpus": 0.5}, 2, 1))
     launched = run_cli(
         ["launch", str(spec), "--storage", storage, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
         tmp_path,

@@ -123,7 +123,7 @@ def test_a_trial_keeps_only_its_newest_checkpoint_and_none_once_ended(tmp_path: 
         0.03,
         {"name": "none"},
         trials=2,
-        concurrency=2,
+        concurrency=1,
         iterations=60,
         eval_every=1,
         checkpoint_every=1,
