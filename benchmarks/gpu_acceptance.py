@@ -48,6 +48,7 @@ GPU_SHAPES = [(128, 200, 128), (50, 1000, 190), (32, 100, 512), (32, 50, 2048)]
 TINY_SHAPES = [(3, 4, 16), (2, 3, 24)]  # the interpreter is slow: one shape of all cells, one of EURNN
 TINY_HIDDEN = {model: {**sizes, "hidden_size": 12} for model, sizes in paper_trial.PAPER_HIDDEN.items()}
 TINY_HIDDEN["ncgru"] = {"hidden_size": 12, "rho": 4}
+CPU_CHECK_PARTS = 3  # the GPU run warms in up to 8 processes; --cpu-check runs the first share
 CAPTURES = (True, False)  # each trial's step in a CUDA graph where it can be, and never
 
 
@@ -83,14 +84,15 @@ def warm(setup: sections.Setup, part: int, parts: int) -> None:
 
 
 def compile_all(setup: sections.Setup, command: list[str]) -> dict:
-    """Fill Triton's on-disk cache from parallel processes, so the timed runs load, not compile
-    (in this process under `--cpu-check`, whose interpreter compiles nothing)."""
-    parts = max(1, min(8, (os.cpu_count() or 2) // 2)) if setup.cuda else 1
+    """Fill Triton's on-disk cache from parallel processes, so the timed runs load, not compile.
+    Under `--cpu-check` the interpreter compiles nothing: this process warms one process's share
+    of the configs (`CPU_CHECK_PARTS`), so the warming code runs; the cells section runs them all."""
+    parts = max(1, min(8, (os.cpu_count() or 2) // 2)) if setup.cuda else CPU_CHECK_PARTS
     started = time.perf_counter()
     if not setup.cuda:
         failures = []
         try:
-            warm(setup, 0, 1)
+            warm(setup, 0, parts)
         except Exception as exc:  # the JSON says what failed; the plan goes on
             failures.append(f"{type(exc).__name__}: {exc}")
         return {"processes": 0, "seconds": time.perf_counter() - started, "failures": failures}

@@ -1,4 +1,5 @@
-"""Shared fixtures: a throw-away PostgreSQL database when one is reachable, one finished sweep.
+"""Shared fixtures: a throw-away PostgreSQL database when one is reachable, and the sweeps that
+several tests read (each launched once per session: `SESSION_SWEEPS`).
 
 Without a GPU to test on (`SWEEPER_TEST_DEVICE`, default cpu), Triton's kernels run in its
 interpreter on CPU tensors; the variable must be set before any kernel module is imported.
@@ -7,15 +8,18 @@ The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject
 runs it in one process): each worker computes with one thread. Two, on CI's two cores, because the
 slow tests compute too (Ray's processes, the CLI's, training): a third worker makes each slower.
 Tests that start a local Ray run on either worker, since each starts a new Ray of its own
-(`address="local"`); the tests that read the session's finished sweep run on one worker, so that
-it is built once.
+(`address="local"`). A fixture wider than one test is built once per worker that uses it, so the
+tests that share one run on one worker (an `xdist_group` mark: the session's sweeps are grouped
+here, the modules' own fixtures where the module declares them; a test that asks for a
+shared fixture through `request.getfixturevalue` is marked where it does).
 """
 
 from __future__ import annotations
 
 import os
-import uuid
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 if os.environ.get("SWEEPER_TEST_DEVICE", "cpu") == "cpu":
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -25,43 +29,68 @@ if "PYTEST_XDIST_WORKER" in os.environ:  # one core per worker: two workers on t
 
 import pytest
 
-from tests.helpers import POSTGRES_ADMIN_URL, FinishedSweep, run_sweep_cli
+from tests.helpers import (
+    FinishedSweep,
+    role_with_password,
+    run_failing_launch,
+    run_outage_sweep,
+    run_shared_launch,
+    run_sweep_cli,
+    throwaway_databases,
+)
+
+# each launched once per session, and read by several tests
+SESSION_SWEEPS = ("finished_sweep", "postgres_sweep", "outage_sweep", "shared_launch", "failing_launch")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the tests of the session's finished sweep on one worker, and hand out the slow tests
+    """Group the tests of each of the session's sweeps on one worker, and hand out the slow tests
     first: a minute-long test picked up last would leave the other worker idle while it runs."""
     for item in items:
-        if "finished_sweep" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("finished_sweep"))
+        for sweep in SESSION_SWEEPS:
+            if sweep in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(sweep))
+                break
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: same order everywhere
 
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for one test, dropped afterwards."""
-    import sqlalchemy as sa
-
-    try:
-        admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect():
-            pass
-    except Exception as exc:
-        pytest.skip(f"no PostgreSQL reachable at {POSTGRES_ADMIN_URL}: {str(exc).splitlines()[0]}")
-    name = f"sweeper_test_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    try:
+    with throwaway_databases(1) as (url,):
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")
 def finished_sweep(tmp_path_factory) -> FinishedSweep:
     """One tiny 2-model x 4-trial sweep on SQLite and a local MLflow store, run once per session."""
     return run_sweep_cli(tmp_path_factory.mktemp("finished"), None)
+
+
+@pytest.fixture(scope="session")
+def postgres_sweep(tmp_path_factory) -> Iterator[FinishedSweep]:
+    """The tiny sweep `e2e` on PostgreSQL, launched with its URL in SWEEPER_STORAGE (the documented
+    way) as a role whose URL carries a password: read by the end-to-end test and the secrets test."""
+    with throwaway_databases(1) as (url,), role_with_password(url) as with_password:
+        yield run_sweep_cli(tmp_path_factory.mktemp("postgres"), with_password, storage_by_environment=True)
+
+
+@pytest.fixture(scope="session")
+def outage_sweep(tmp_path_factory) -> FinishedSweep:
+    """A tiny sweep launched while its MLflow server is down, the server's URL (with a password) in
+    SWEEPER_TRACKING_URI: read by the secrets test and by the outage test, which syncs a copy."""
+    return run_outage_sweep(tmp_path_factory.mktemp("outage"))
+
+
+@pytest.fixture(scope="session")
+def shared_launch(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One launch of three sweeps (`tests.helpers.run_shared_launch`): its folder and the launch."""
+    cwd = tmp_path_factory.mktemp("shared-launch")
+    return cwd, run_shared_launch(cwd)
+
+
+@pytest.fixture(scope="session")
+def failing_launch(tmp_path_factory) -> tuple[str, subprocess.CompletedProcess]:
+    """One launch of two sweeps whose every trial fails (`tests.helpers.run_failing_launch`)."""
+    return run_failing_launch(tmp_path_factory.mktemp("failing-launch"))

@@ -1,20 +1,32 @@
-"""Test helpers: tiny sweep specs written to a temporary directory, and the CLI run as a
-subprocess, as a user runs it."""
+"""Test helpers: tiny sweep specs written to a temporary directory, the CLI run as a subprocess
+as a user runs it, the launches that several tests read (`tests/conftest.py` runs each once per
+session), and throw-away PostgreSQL databases."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
+
+from sweeper.spec.preflight import DECLARED_GPUS_ENV
 
 PLUGINS_DIR = Path(__file__).parent / "plugins"
 POSTGRES_ADMIN_URL = os.environ.get(
     "SWEEPER_TEST_POSTGRES", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 )
+GPU_RESOURCES = {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}  # trials that ask for GPUs
+SECRET = "S3cr3t-xyz"  # a password the secrets tests search every output, row and file for
+# bench-plugin tasks, and a local Ray that declares one GPU on a host without any
+GPU_PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin", DECLARED_GPUS_ENV: "1"}
 
 
 def tiny_spec(name: str = "tiny", models: tuple[str, ...] = ("lstm", "gru"), **overrides: object) -> dict:
@@ -100,14 +112,173 @@ class FinishedSweep:
     launch: subprocess.CompletedProcess
 
 
-def run_sweep_cli(cwd: Path, storage: str | None) -> FinishedSweep:
-    """Launch the tiny 2-model x 4-trial sweep `e2e` through the CLI and return where it went."""
+def run_sweep_cli(cwd: Path, storage: str | None, storage_by_environment: bool = False) -> FinishedSweep:
+    """Launch the tiny 2-model x 4-trial sweep `e2e` through the CLI and return where it went; the
+    storage URL as `--storage`, or in SWEEPER_STORAGE (the documented way for one with a password)."""
     storage = storage or f"sqlite:///{cwd / 'sweeps' / 'sweeper.db'}"
     tracking = f"sqlite:///{cwd / 'mlflow.db'}"
     config = write_spec(cwd, tiny_spec(name="e2e"))
-    result = run_cli(["launch", str(config), "--storage", storage, "--tracking-uri", tracking], cwd)
+    args = ["launch", str(config), "--tracking-uri", tracking]
+    if storage_by_environment:
+        result = run_cli(args, cwd, cli_env({"SWEEPER_STORAGE": storage}))
+    else:
+        result = run_cli([*args, "--storage", storage], cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return FinishedSweep(cwd, storage, tracking, "e2e-1", result)
+
+
+def run_shared_launch(cwd: Path) -> subprocess.CompletedProcess:
+    """Three sweeps in one `sweeper launch --no-gpus` in `cwd` (one driver, one local Ray), each read
+    by a test of its own: `faults`, a pruning scheduler beside a model that raises; `ptb`, a
+    file-based task whose data directory is relative to the launch directory; `gpus`, trials that
+    ask for GPUs, which `--no-gpus` trains on the CPU."""
+    from tests import corpora
+
+    faults = tiny_spec(
+        name="faults",
+        models=("gru", "exploding"),
+        sampler={"name": "random", "seed": 3},
+        budget={"trials": 4, "max_concurrent": 1},
+        per_model={"gru": {"lr": {"choice": [1.0e-6, 0.05]}}, "exploding": {"fail_after": 5}},
+    )
+    corpora.write_ptb(cwd / "data" / "ptb")
+    ptb = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
+    ptb["params"].update(iterations=4, eval_every=2, batch_size=4)
+    ptb["scheduler"] = {"name": "none"}
+    ptb["budget"] = {"trials": 1, "max_concurrent": 1}
+    gpus = tiny_spec(name="gpus", resources=GPU_RESOURCES, budget={"trials": 1, "max_concurrent": 1})
+    specs = {"faults.yaml": faults, "ptb.yaml": ptb, "gpus.yaml": gpus}
+    configs = [str(write_spec(cwd, spec, filename)) for filename, spec in specs.items()]
+    return run_cli(["launch", *configs, "--no-gpus"], cwd)
+
+
+def gpu_sweep(
+    name: str,
+    model: str,
+    resources: dict,
+    trials: int,
+    concurrent: int,
+    meet: Path | None = None,
+    peers: int = 0,
+) -> dict:
+    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s, at most
+    `concurrent` at once (one preloaded Ray worker each); with `meet`, each first waits until
+    `peers` trials have started (up to a minute), which none can see unless Ray runs that many at
+    once."""
+    settings: dict = {"kind": "sleep", "step_seconds": 0.5}
+    if meet is not None:
+        meet.mkdir()
+        settings.update(meet=peers, meet_dir=str(meet), meet_timeout_s=60.0)
+    return {
+        "name": name,
+        "task": {"name": "fixed_work", "settings": settings},
+        "models": [model],
+        "params": {"iterations": 4, "eval_every": 2, "batch_size": 1, "hidden_size": 4, "lr": {"float": [1e-3, 1e-1], "log": True}},
+        "scheduler": {"name": "none"},
+        "budget": {"trials": trials, "max_concurrent": concurrent},
+        "resources": {"cpus": 0.5, **resources},
+        "seed": 0,
+    }  # fmt: skip
+
+
+def run_failing_launch(cwd: Path) -> tuple[str, subprocess.CompletedProcess]:
+    """Two sweeps whose every trial fails, in one `sweeper launch` in `cwd` on a local Ray that
+    declares a GPU (`GPU_PLUGINS`), each read by a test of its own: `doomed`, a model that raises
+    at once; `nocuda`, scoRNN trials given the GPU, which this build of torch cannot use. Returns
+    the studies' storage URL and the launch."""
+    doomed = tiny_spec(name="doomed", models=("exploding",), budget={"trials": 3, "max_concurrent": 1})
+    doomed["per_model"] = {"exploding": {"fail_after": 0}}
+    nocuda = gpu_sweep("nocuda", "scornn", {"gpus": 0.5}, 2, 1)
+    configs = [str(write_spec(cwd, doomed, "doomed.yaml")), str(write_spec(cwd, nocuda, "nocuda.yaml"))]
+    storage = f"sqlite:///{cwd / 'sweeper.db'}"
+    tracking = f"sqlite:///{cwd / 'mlflow.db'}"
+    launch = run_cli(
+        ["launch", *configs, "--storage", storage, "--tracking-uri", tracking], cwd, cli_env(GPU_PLUGINS)
+    )
+    return storage, launch
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the socket is: nothing listens there
+
+
+def outage_environment(tracking_uri: str) -> dict[str, str]:
+    """The CLI's environment with an MLflow server that is down (`tracking_uri`, in
+    SWEEPER_TRACKING_URI), without MLflow's retries, to keep the launch short."""
+    return cli_env(
+        {
+            "SWEEPER_TRACKING_URI": tracking_uri,
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": "2",
+        }
+    )
+
+
+def run_outage_sweep(cwd: Path) -> FinishedSweep:
+    """Launch the tiny 2-model x 2-trial sweep `outage` in `cwd` while its MLflow server is down: a
+    closed loopback port, named with a password (SECRET). Its studies go to the default SQLite
+    store under `cwd`."""
+    tracking = f"http://sweeper:{SECRET}@127.0.0.1:{closed_port()}"
+    config = write_spec(cwd, tiny_spec(name="outage", budget={"trials": 2, "max_concurrent": 1}))
+    result = run_cli(["launch", str(config)], cwd, outage_environment(tracking), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return FinishedSweep(cwd, f"sqlite:///{cwd / 'sweeps' / 'sweeper.db'}", tracking, "outage-1", result)
+
+
+@contextlib.contextmanager
+def throwaway_databases(count: int) -> Iterator[list[str]]:
+    """`count` fresh PostgreSQL databases (psycopg2 URLs, as the Secrets hold), dropped afterwards;
+    skips the test where no PostgreSQL is reachable."""
+    import sqlalchemy as sa
+
+    try:
+        admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect():
+            pass
+    except Exception as exc:
+        pytest.skip(f"no PostgreSQL reachable at {POSTGRES_ADMIN_URL}: {str(exc).splitlines()[0]}")
+    names = [f"sweeper_test_{uuid.uuid4().hex[:10]}" for _ in range(count)]
+    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg2")
+    try:
+        with admin.connect() as conn:
+            for name in names:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        yield [url.set(database=n).render_as_string(hide_password=False) for n in names]
+    finally:
+        with admin.connect() as conn:
+            for name in names:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def role_with_password(url: str) -> Iterator[str]:
+    """The database at `url`, reached as a role of its own whose URL carries SECRET.
+
+    The server may trust local connections and accept any password: what matters is that the
+    password travels in the URL sweeper is given.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy.pool import NullPool
+
+    role = f"sweeper_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    database = sa.engine.make_url(url).database
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD '{SECRET}'"))
+        conn.execute(sa.text(f'GRANT ALL ON DATABASE "{database}" TO {role}'))
+        conn.execute(sa.text(f"GRANT ALL ON SCHEMA public TO {role}"))
+    try:
+        yield (
+            sa.engine.make_url(url).set(username=role, password=SECRET).render_as_string(hide_password=False)
+        )
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP OWNED BY {role}"))
+            conn.execute(sa.text(f"DROP ROLE {role}"))
+        admin.dispose()
 
 
 def recorded_sweep(folder: Path) -> Path:

@@ -27,7 +27,8 @@ from sweeper.run.jobs import Jobs
 from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, head_container, render_overlay
 
-pytestmark = pytest.mark.slow
+# one worker starts the module's cluster and runs every test against it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy_jobs")]
 
 # A driver that, like `sweeper launch`, ends cleanly on SIGTERM (marking its trials interrupted)
 GRACEFUL = (

@@ -13,14 +13,12 @@ Ray or MLflow instances on the machine are left alone (no `ray stop`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -31,9 +29,10 @@ import yaml
 
 from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, render_overlay
-from tests.helpers import POSTGRES_ADMIN_URL, write_spec
+from tests.helpers import throwaway_databases, write_spec
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+# one worker starts the module's services and runs every test against them
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("deploy_rehearsal")]
 
 CONFIG = REPO / "configs" / "denoise.yaml"
 SMOKE_ITERATIONS = 200  # two evaluations, each past the smoke profile's grace period
@@ -58,31 +57,6 @@ class Rehearsal:
             text=True,
             timeout=240,
         )
-
-
-@contextlib.contextmanager
-def throwaway_databases(count: int) -> Iterator[list[str]]:
-    """`count` fresh PostgreSQL databases (psycopg2 URLs, as the Secrets hold), dropped afterwards."""
-    import sqlalchemy as sa
-
-    try:
-        admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect():
-            pass
-    except Exception as exc:
-        pytest.skip(f"no PostgreSQL reachable at {POSTGRES_ADMIN_URL}: {str(exc).splitlines()[0]}")
-    names = [f"sweeper_deploy_{uuid.uuid4().hex[:10]}" for _ in range(count)]
-    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg2")
-    try:
-        with admin.connect() as conn:
-            for name in names:
-                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        yield [url.set(database=n).render_as_string(hide_password=False) for n in names]
-    finally:
-        with admin.connect() as conn:
-            for name in names:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def start_ray(processes: Processes, env: dict[str, str], head_cpus: str, worker_cpus: int) -> str:

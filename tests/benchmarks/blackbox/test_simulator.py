@@ -17,6 +17,8 @@ from benchmarks.blackbox.simulator import Replay
 from benchmarks.blackbox.verdicts import first_named, floors, ground_truth, timeline
 from tests.benchmarks.blackbox.synthetic import CONFIGS, run_seconds, synthetic_table
 
+pytestmark = pytest.mark.xdist_group("simulator")  # the module's table is built once, on one worker
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from sweeper.cli import main
 from sweeper.results.servers import serve_until_stopped
-from tests.helpers import run_cli, tiny_spec, write_spec
+from tests.helpers import GPU_RESOURCES, run_cli, tiny_spec, write_spec
 
 
 @pytest.fixture
@@ -267,18 +267,19 @@ def test_a_fused_kernel_without_gpus_is_a_spec_error(runner, tmp_path):
 
 
 @pytest.mark.slow
-def test_gpu_trials_on_a_local_ray_without_gpus_exit_2_naming_the_override(tmp_path):
-    """A local Ray on a machine without GPUs could never start them: refused, nothing registered."""
-    spec = write_spec(tmp_path, tiny_spec(resources={"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}))
+def test_gpu_trials_on_a_local_ray_without_gpus_exit_2_naming_the_override(tmp_path, shared_launch):
+    """A local Ray on a machine without GPUs could never start them: refused, nothing registered;
+    with `--no-gpus` (the session's shared launch) the same trials train on the CPU."""
+    spec = write_spec(tmp_path, tiny_spec(resources=GPU_RESOURCES))
     refused = run_cli(["launch", str(spec)], tmp_path)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "resources: the trials ask for GPUs (0.125 for gru; 0.5 for lstm)" in refused.stderr
     assert "add --no-gpus to train on the CPU" in refused.stderr
     listing = run_cli(["list"], tmp_path)
     assert "tiny" not in listing.stdout
-    on_cpu = run_cli(["launch", str(spec), "--no-gpus", "--max-trials", "1"], tmp_path)
+    _, on_cpu = shared_launch
     assert on_cpu.returncode == 0, on_cpu.stdout + on_cpu.stderr
-    assert "sweep tiny-1: finished" in on_cpu.stdout
+    assert "--no-gpus" in on_cpu.args and "sweep gpus-1: finished" in on_cpu.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,13 @@
 """Secrets: a database password given to sweeper never leaves the environment variable it came in.
 
-A sweep runs against a PostgreSQL URL that carries a password; afterwards every command's output,
-every row of every table, every MLflow name and value and every file the sweep wrote is searched
-for it. And a spec, which is shared and committed, must not be a place for credentials at all.
+The session's PostgreSQL sweep ran with a storage URL that carries a password, and its outage sweep
+with an MLflow URL that does; afterwards every command's output, every row of every table, every
+MLflow name and value and every file the sweep wrote is searched for it (`tests/conftest.py`
+launches both). And a spec, which is shared and committed, must not be a place for credentials.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,37 +17,9 @@ from sqlalchemy.pool import NullPool
 
 from sweeper.spec.loading import SpecError, parse_spec
 from sweeper.store.credentials import redact
-from tests.helpers import cli_env, run_cli, tiny_spec, write_spec
+from tests.helpers import SECRET, FinishedSweep, cli_env, outage_environment, run_cli, tiny_spec
 
-SECRET = "S3cr3t-xyz"
-COMMAND_TIMEOUT_S = 300  # a tiny sweep takes under a minute; a hung one should fail, not stall CI
-
-
-@pytest.fixture
-def url_with_password(postgres_url: str) -> Iterator[str]:
-    """The throw-away database, reached as a role of its own whose URL carries SECRET.
-
-    The server may trust local connections and accept any password: what matters is that the
-    password travels in the URL sweeper is given.
-    """
-    role = f"sweeper_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(postgres_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    database = sa.engine.make_url(postgres_url).database
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD '{SECRET}'"))
-        conn.execute(sa.text(f'GRANT ALL ON DATABASE "{database}" TO {role}'))
-        conn.execute(sa.text(f"GRANT ALL ON SCHEMA public TO {role}"))
-    try:
-        yield (
-            sa.engine.make_url(postgres_url)
-            .set(username=role, password=SECRET)
-            .render_as_string(hide_password=False)
-        )
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP OWNED BY {role}"))
-            conn.execute(sa.text(f"DROP ROLE {role}"))
-        admin.dispose()
+COMMAND_TIMEOUT_S = 300  # a read command takes seconds; a hung one should fail, not stall CI
 
 
 def every_row(url: str) -> dict[str, list[str]]:
@@ -90,75 +61,66 @@ def files_holding(root: Path, needle: bytes) -> list[Path]:
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_password_in_the_storage_url_appears_in_no_output_row_or_file(
-    url_with_password: str, tmp_path: Path
+    postgres_sweep: FinishedSweep, tmp_path: Path
 ) -> None:
-    """Given the documented way, by environment: every command that reads or writes the database
-    runs, then everything it printed or stored is searched."""
-    env = cli_env({"SWEEPER_STORAGE": url_with_password})
-    spec = write_spec(
-        tmp_path, tiny_spec(name="secret", models=("gru",), budget={"trials": 2, "max_concurrent": 1})
-    )
-    outputs: dict[str, str] = {}
+    """Given the documented way, by environment: the launch, then every command that reads or writes
+    the database, each the same way; then everything it printed or stored is searched."""
+    url, name = postgres_sweep.storage, postgres_sweep.name
+    assert SECRET in url
+    env = cli_env({"SWEEPER_STORAGE": url})
+    outputs = {"launch": postgres_sweep.launch.stdout + postgres_sweep.launch.stderr}
     commands = {
-        "launch": ["launch", str(spec)],
         "status": ["status"],
-        "summarize": ["summarize", "secret-1", "--format", "json"],
-        "summarize markdown": ["summarize", "secret-1", "--format", "markdown"],
+        "summarize": ["summarize", name, "--format", "json"],
+        "summarize markdown": ["summarize", name, "--format", "markdown"],
         "list": ["list"],
-        "report": ["report", "secret-1", "--out", str(tmp_path / "report"), "--no-figures"],
-        "export": ["export", "secret-1", "--out", str(tmp_path / "export")],
+        "report": ["report", name, "--out", str(tmp_path / "report"), "--no-figures"],
+        "export": ["export", name, "--out", str(tmp_path / "export")],
     }
     for label, args in commands.items():
-        result = run_cli(args, tmp_path, env, timeout=COMMAND_TIMEOUT_S)
+        result = run_cli(args, postgres_sweep.cwd, env, timeout=COMMAND_TIMEOUT_S)
         assert result.returncode == 0, (label, result.stdout, result.stderr)
         outputs[label] = result.stdout + result.stderr
-    unknown = run_cli(["status", "ghost-1"], tmp_path, env)
+    unknown = run_cli(["status", "ghost-1"], postgres_sweep.cwd, env)
     assert unknown.returncode == 2 and "***" in unknown.stderr, unknown.stderr
     outputs["error of status ghost-1"] = unknown.stdout + unknown.stderr
 
-    role = sa.engine.make_url(url_with_password).username
+    role = sa.engine.make_url(url).username
     assert f"{role}:***@" in outputs["list"], "the URL did not reach the outputs: the search proves nothing"
-    assert "secret-1" in outputs["list"] and "gru" in outputs["status"]
+    assert name in outputs["list"] and "gru" in outputs["status"]
     assert [label for label, text in outputs.items() if SECRET in text] == []
 
-    rows = every_row(url_with_password)
+    rows = every_row(url)
     for table in ("sweeper_sweeps", "sweeper_studies", "trials", "trial_params", "trial_user_attributes"):
         assert rows.get(table), f"table {table} is empty: the search below would prove nothing"
     assert "sweeper_confirmations" in rows and "trial_system_attributes" in rows
     assert [name for name, texts in rows.items() if any(SECRET in text for text in texts)] == []
 
-    mlflow = every_mlflow_text(f"sqlite:///{tmp_path / 'sweeps' / 'mlflow.db'}", "secret-1")
+    mlflow = every_mlflow_text(postgres_sweep.tracking, name)
     assert [text for text in mlflow if SECRET in text] == []
 
-    assert any((tmp_path / "sweeps" / "ray_results").rglob("*")), "Ray Tune wrote no results folder"
+    assert any((postgres_sweep.cwd / "sweeps" / "ray_results").rglob("*")), "Ray Tune wrote no results folder"
     assert (tmp_path / "export").is_dir() and (tmp_path / "report").is_dir()
+    assert files_holding(postgres_sweep.cwd, SECRET.encode()) == []
     assert files_holding(tmp_path, SECRET.encode()) == []
 
 
 @pytest.mark.slow
-def test_a_password_in_the_tracking_uri_appears_in_no_output_or_row(tmp_path: Path) -> None:
-    """The MLflow server's password, given by environment; the server is down (a closed loopback
-    port, without retries, to keep the test short), which is when the most warnings are written."""
-    env = cli_env(
-        {
-            "SWEEPER_TRACKING_URI": f"http://sweeper:{SECRET}@127.0.0.1:9",
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
-            "MLFLOW_HTTP_REQUEST_TIMEOUT": "2",
-        }
-    )
-    spec = write_spec(
-        tmp_path, tiny_spec(name="tracked", models=("gru",), budget={"trials": 1, "max_concurrent": 1})
-    )
-    outputs: dict[str, str] = {}
-    for args in (["launch", str(spec)], ["status"], ["list"], ["summarize", "tracked-1", "--format", "json"]):
-        result = run_cli(args, tmp_path, env, timeout=COMMAND_TIMEOUT_S)
+def test_a_password_in_the_tracking_uri_appears_in_no_output_or_row(outage_sweep: FinishedSweep) -> None:
+    """The MLflow server's password, given by environment; the server is down, which is when the
+    most warnings are written (`tests.helpers.outage_environment`)."""
+    assert SECRET in outage_sweep.tracking
+    env = outage_environment(outage_sweep.tracking)
+    outputs = {"launch": outage_sweep.launch.stdout + outage_sweep.launch.stderr}
+    for args in (["status"], ["list"], ["summarize", outage_sweep.name, "--format", "json"]):
+        result = run_cli(args, outage_sweep.cwd, env, timeout=COMMAND_TIMEOUT_S)
         assert result.returncode == 0, (args, result.stdout, result.stderr)
         outputs[args[0]] = result.stdout + result.stderr
     assert [label for label, text in outputs.items() if SECRET in text] == []
-    rows = every_row(f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}")
+    rows = every_row(outage_sweep.storage)
     assert rows["sweeper_sweeps"], "the sweep was not registered"
     assert [name for name, texts in rows.items() if any(SECRET in text for text in texts)] == []
-    assert files_holding(tmp_path, SECRET.encode()) == []
+    assert files_holding(outage_sweep.cwd, SECRET.encode()) == []
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ from sweeper.store.database import Store
 from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
 from tests.helpers import tiny_spec
 
+pytestmark = pytest.mark.xdist_group("terminal")  # the module's sweep is built once, on one worker
+
 ROOT = Path(__file__).parents[3]
 # spec order puts lstm first; gru is best; goru's budget ran out before any trial finished
 VALUES = {"lstm": (0.4, 0.3), "gru": (0.2, 0.1), "goru": ()}

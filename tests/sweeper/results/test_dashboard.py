@@ -17,7 +17,11 @@ from sweeper.spec.loading import parse_spec
 from sweeper.store.database import Store
 from tests.helpers import tiny_spec
 
-optuna_dashboard = pytest.importorskip("optuna_dashboard")
+
+@pytest.fixture(scope="module")
+def optuna_dashboard():
+    """Imported by the tests that use it, not at collection: it pulls in scikit-learn (seconds)."""
+    return pytest.importorskip("optuna_dashboard")
 
 
 @pytest.fixture
@@ -42,7 +46,9 @@ def call(app, method: str, path: str) -> tuple[str, bytes]:
     return status[0], body
 
 
-def test_the_dashboard_lists_one_sweeps_studies_with_the_objective_named(two_sweeps: str) -> None:
+def test_the_dashboard_lists_one_sweeps_studies_with_the_objective_named(
+    two_sweeps: str, optuna_dashboard
+) -> None:
     app = optuna_dashboard.wsgi(SweepStudies(two_sweeps, "second-1"))
     status, body = call(app, "GET", "/api/studies")
     assert status.startswith("200")
@@ -53,7 +59,7 @@ def test_the_dashboard_lists_one_sweeps_studies_with_the_objective_named(two_swe
     assert json.loads(detail)["objective_names"] == ["valid_loss"]
 
 
-def test_the_dashboard_changes_nothing_and_says_why(two_sweeps: str) -> None:
+def test_the_dashboard_changes_nothing_and_says_why(two_sweeps: str, optuna_dashboard) -> None:
     storage = SweepStudies(two_sweeps, "second-1")
     app = read_only(optuna_dashboard.wsgi(storage), "second-1")
     study_id = storage.get_all_studies()[0]._study_id
@@ -69,7 +75,9 @@ def test_the_dashboard_changes_nothing_and_says_why(two_sweeps: str) -> None:
     assert len(optuna.get_all_study_names(two_sweeps)) == 4
 
 
-def test_the_importance_panel_has_values_once_a_study_has_complete_trials(tmp_path: Path) -> None:
+def test_the_importance_panel_has_values_once_a_study_has_complete_trials(
+    tmp_path: Path, optuna_dashboard
+) -> None:
     url = f"sqlite:///{tmp_path / 'sweeper.db'}"
     store = Store(url)
     spec = parse_spec(yaml.safe_dump(tiny_spec(name="imp")), "imp.yaml")

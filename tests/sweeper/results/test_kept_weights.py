@@ -27,6 +27,8 @@ from sweeper.store.database import Store
 from sweeper.store.trial_record import CONFIG_ATTR
 from tests.helpers import tiny_spec
 
+pytestmark = pytest.mark.xdist_group("kept_weights")  # the module's sweep is built once, on one worker
+
 
 @pytest.fixture(scope="module")
 def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, dict[str, str]]:

@@ -22,6 +22,8 @@ from sweeper.store.database import Store
 from sweeper.store.trial_record import CONFIG_ATTR, FINAL_METRICS_ATTR, SEED_ATTR
 from tests.helpers import tiny_spec
 
+pytestmark = pytest.mark.xdist_group("read_side")  # the module's sweep is built once, on one worker
+
 HEAVY = ("torch", "ray", "triton")
 
 

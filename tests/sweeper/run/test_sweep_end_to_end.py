@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from optuna.trial import TrialState
 
 from sweeper.results.servers import ui_servers
 from sweeper.store.database import Store
-from tests.helpers import run_cli, run_sweep_cli, start_cli, tiny_spec, write_spec
+from tests.helpers import run_cli, start_cli, tiny_spec, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +32,17 @@ def studies(url: str, sweep: str) -> dict[str, list[optuna.trial.FrozenTrial]]:
         store.dispose()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
-    if backend == "sqlite":
-        sweep = request.getfixturevalue("finished_sweep")
-    else:
-        sweep = run_sweep_cli(tmp_path, request.getfixturevalue("postgres_url"))
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        pytest.param("finished_sweep", marks=pytest.mark.xdist_group("finished_sweep"), id="sqlite"),
+        pytest.param("postgres_sweep", marks=pytest.mark.xdist_group("postgres_sweep"), id="postgresql"),
+    ],
+)
+def test_two_models_four_trials_end_to_end(sweep, request):
+    """The session's sweep on SQLite (its storage URL given by `--storage`) and on PostgreSQL (in
+    SWEEPER_STORAGE, with a password), read as they were left."""
+    sweep = request.getfixturevalue(sweep)
     storage, tracking, tmp_path = sweep.storage, sweep.tracking, sweep.cwd
     assert "sweep e2e-1: finished" in sweep.launch.stdout
     # a default local launch warns of nothing the user could act on (Ray's token notice included)
@@ -97,33 +101,8 @@ def test_two_models_four_trials_end_to_end(backend, tmp_path, request):
     assert "| model | best |" in markdown.stdout
 
 
-@pytest.fixture(scope="module")
-def faults_and_ptb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """Two sweeps in one launch (one driver, one local Ray), each read by its own test below: a
-    pruning scheduler beside a model that raises, and a file-based task whose data directory is
-    relative to the launch directory. Returns the launch directory and the launch."""
-    from tests import corpora
-
-    cwd = tmp_path_factory.mktemp("faults-and-ptb")
-    faults = tiny_spec(
-        name="faults",
-        models=("gru", "exploding"),
-        sampler={"name": "random", "seed": 3},
-        budget={"trials": 4, "max_concurrent": 1},
-        per_model={"gru": {"lr": {"choice": [1.0e-6, 0.05]}}, "exploding": {"fail_after": 5}},
-    )
-    corpora.write_ptb(cwd / "data" / "ptb")
-    ptb = tiny_spec(name="ptb", models=("gru",), task={"name": "ptb_char", "settings": {"bptt": 8}})
-    ptb["params"].update(iterations=4, eval_every=2, batch_size=4)
-    ptb["scheduler"] = {"name": "none"}
-    ptb["budget"] = {"trials": 1, "max_concurrent": 1}
-    configs = [str(write_spec(cwd, faults, "faults.yaml")), str(write_spec(cwd, ptb, "ptb.yaml"))]
-    return cwd, run_cli(["launch", *configs], cwd)
-
-
-@pytest.mark.xdist_group("faults_and_ptb")
-def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(faults_and_ptb, tmp_path):
-    cwd, result = faults_and_ptb
+def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(shared_launch, tmp_path):
+    cwd, result = shared_launch
     sweeps = cwd / "sweeps"
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sweep faults-1: finished" in result.stdout
@@ -304,10 +283,8 @@ def test_mlflow_opens_on_the_runs_with_each_studys_answer(finished_sweep):
     store.dispose()
 
 
-def test_a_sweep_whose_trials_all_fail_exits_1_with_each_models_reason(tmp_path):
-    spec = tiny_spec(name="doomed", models=("exploding",), budget={"trials": 3, "max_concurrent": 1})
-    spec["per_model"] = {"exploding": {"fail_after": 0}}
-    result = run_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+def test_a_sweep_whose_trials_all_fail_exits_1_with_each_models_reason(failing_launch):
+    _, result = failing_launch
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         "exploding: all 3 trials failed; most often (3×): RuntimeError: exploding model failed on purpose"
@@ -353,11 +330,10 @@ def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
     assert "Traceback" not in output, output
 
 
-@pytest.mark.xdist_group("faults_and_ptb")
-def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(faults_and_ptb):
+def test_a_file_based_task_reads_its_relative_data_dir_from_the_launch_directory(shared_launch):
     """Tune would run each trial inside its own folder; the trial must still find `data/ptb`, the
     directory preflight checked, relative to where `sweeper launch` ran."""
-    cwd, result = faults_and_ptb
+    cwd, result = shared_launch
     sweeps = cwd / "sweeps"
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sweep ptb-1: finished" in result.stdout

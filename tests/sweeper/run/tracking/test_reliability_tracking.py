@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import socket
+import shutil
+from pathlib import Path
 
 import optuna
 import pytest
@@ -11,13 +12,7 @@ from mlflow.tracking import MlflowClient
 from sweeper.run.tracking.sync import sync_mlflow
 from sweeper.run.tracking.tracker import Tracker
 from sweeper.store.database import Store
-from tests.helpers import run_cli, tiny_spec, write_spec
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed again when the socket is: nothing listens there
+from tests.helpers import FinishedSweep, run_cli, tiny_spec
 
 
 def mlflow_contents(uri: str, name: str) -> tuple[list, list]:
@@ -30,14 +25,14 @@ def mlflow_contents(uri: str, name: str) -> tuple[list, list]:
 
 
 @pytest.mark.slow
-def test_tracking_outage_then_sync(tmp_path):
-    config = write_spec(tmp_path, tiny_spec(name="outage", budget={"trials": 2, "max_concurrent": 1}))
-    dead = f"http://127.0.0.1:{closed_port()}"
-    launch = run_cli(["launch", str(config), "--tracking-uri", dead], tmp_path)
-    assert launch.returncode == 0, launch.stdout + launch.stderr
+def test_tracking_outage_then_sync(outage_sweep: FinishedSweep, tmp_path: Path) -> None:
+    """The session's sweep launched while its MLflow server was down; synced here in a copy of its
+    folder, since the secrets test reads the sweep as the launch left it."""
+    launch = outage_sweep.launch
     assert "sweep outage-1: finished" in launch.stdout
     assert "sync-mlflow outage-1" in launch.stderr  # the automatic catch-up failed and says what to run
 
+    shutil.copytree(outage_sweep.cwd, tmp_path, dirs_exist_ok=True)
     storage = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
     store = Store(storage)
     record = store.get_sweep("outage-1")

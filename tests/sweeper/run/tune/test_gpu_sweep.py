@@ -15,41 +15,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweeper.run.tune.trial import GPU_TRIALS_ON_CPU_ENV
-from sweeper.spec.preflight import DECLARED_GPUS_ENV
 from sweeper.store.database import Store
-from tests.helpers import cli_env, run_cli, write_spec
+from tests.helpers import GPU_PLUGINS, cli_env, gpu_sweep, run_cli, write_spec
 
 pytestmark = pytest.mark.slow
-PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin", DECLARED_GPUS_ENV: "1"}
-
-
-def gpu_sweep(
-    name: str,
-    model: str,
-    resources: dict,
-    trials: int,
-    concurrent: int,
-    meet: Path | None = None,
-    peers: int = 0,
-) -> dict:
-    """Trials of `model` on the bench plugin's `fixed_work` task, each sleeping 2 s, at most
-    `concurrent` at once (one preloaded Ray worker each); with `meet`, each first waits until
-    `peers` trials have started (up to a minute), which none can see unless Ray runs that many at
-    once."""
-    settings: dict = {"kind": "sleep", "step_seconds": 0.5}
-    if meet is not None:
-        meet.mkdir()
-        settings.update(meet=peers, meet_dir=str(meet), meet_timeout_s=60.0)
-    return {
-        "name": name,
-        "task": {"name": "fixed_work", "settings": settings},
-        "models": [model],
-        "params": {"iterations": 4, "eval_every": 2, "batch_size": 1, "hidden_size": 4, "lr": {"float": [1e-3, 1e-1], "log": True}},
-        "scheduler": {"name": "none"},
-        "budget": {"trials": trials, "max_concurrent": concurrent},
-        "resources": {"cpus": 0.5, **resources},
-        "seed": 0,
-    }  # fmt: skip
 
 
 def trials_of(storage: str, sweep: str) -> list[optuna.trial.FrozenTrial]:
@@ -89,7 +58,7 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
         ),
         "gated.yaml",
     )
-    env = cli_env({**PLUGINS, GPU_TRIALS_ON_CPU_ENV: "1"})
+    env = cli_env({**GPU_PLUGINS, GPU_TRIALS_ON_CPU_ENV: "1"})
     launched = run_cli(
         ["launch", str(orthogonal), str(gated), "--storage", storage, "--tracking-uri", tracking],
         tmp_path,
@@ -120,14 +89,8 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
     assert '"gpu_share": 0.5' in status.stdout and '"gpu_ids": [\n        "0"\n      ]' in status.stdout
 
 
-def test_a_trial_given_a_gpu_it_cannot_use_fails_naming_the_host_and_what_is_missing(tmp_path: Path) -> None:
-    storage = f"sqlite:///{tmp_path / 'sweeper.db'}"
-    spec = write_spec(tmp_path, gpu_sweep("nocuda", "scornn", {"gpus": 0.5}, 2, 1))
-    launched = run_cli(
-        ["launch", str(spec), "--storage", storage, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
-        tmp_path,
-        cli_env(PLUGINS),
-    )
+def test_a_trial_given_a_gpu_it_cannot_use_fails_naming_the_host_and_what_is_missing(failing_launch) -> None:
+    storage, launched = failing_launch
     assert launched.returncode == 1, launched.stdout + launched.stderr  # every trial failed
     trials = trials_of(storage, "nocuda-1")
     assert [t.state.name for t in trials] == ["FAIL", "FAIL"]  # the sweep went on after the first

@@ -42,8 +42,14 @@ def fixed_work_sweep(
     }
 
 
-def test_consecutive_trials_reuse_one_worker_process(tmp_path) -> None:
-    spec = fixed_work_sweep(
+@pytest.fixture(scope="module")
+def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Counter[Path]]:
+    """Two sweeps of one launch (one driver, one local Ray with one CPU: one trial at a time), each
+    read by its own test below: `reuse`, three short trials; `prune`, two trials that checkpoint
+    every step, watched while the launch runs. Returns the launch's folder and the most checkpoints
+    each trial folder held at once."""
+    folder = tmp_path_factory.mktemp("one-at-a-time")
+    reuse = fixed_work_sweep(
         "reuse",
         0.01,
         {"name": "asha", "grace_period": 4},
@@ -52,13 +58,50 @@ def test_consecutive_trials_reuse_one_worker_process(tmp_path) -> None:
         iterations=4,
         eval_every=2,
     )
-    storage = f"sqlite:///{tmp_path / 'sweeper.db'}"
-    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    prune = fixed_work_sweep(
+        "prune",
+        0.03,
+        {"name": "none"},
+        trials=2,
+        concurrency=1,
+        iterations=60,
+        eval_every=1,
+        checkpoint_every=1,
+    )
+    results = folder / "results"
     env = cli_env({"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin"})
-    config = write_spec(tmp_path, spec)
-    result = run_cli(["launch", str(config), "--storage", storage, "--tracking-uri", tracking], tmp_path, env)
-    assert result.returncode == 0, result.stdout + result.stderr
+    configs = [str(write_spec(folder, reuse, "reuse.yaml")), str(write_spec(folder, prune, "prune.yaml"))]
+    process = start_cli(
+        [
+            "launch",
+            *configs,
+            "--storage",
+            f"sqlite:///{folder / 'sweeper.db'}",
+            "--tracking-uri",
+            f"sqlite:///{folder / 'mlflow.db'}",
+            "--results",
+            str(results),
+        ],
+        folder,
+        env,
+    )
+    most: Counter[Path] = Counter()  # the most checkpoints seen at once, per trial folder
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        seen = Counter(path.parent for path in results.glob("*/*/checkpoint_*"))
+        for trial_folder, count in seen.items():
+            most[trial_folder] = max(most[trial_folder], count)
+        time.sleep(0.05)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, output
+    return folder, most
 
+
+@pytest.mark.xdist_group("one_at_a_time")
+def test_consecutive_trials_reuse_one_worker_process(one_at_a_time) -> None:
+    folder, _ = one_at_a_time
+    storage = f"sqlite:///{folder / 'sweeper.db'}"
+    tracking = f"sqlite:///{folder / 'mlflow.db'}"
     store = Store(storage)
     try:
         record = store.get_sweep("reuse-1")
@@ -117,43 +160,13 @@ def test_a_worker_that_starts_late_still_takes_trials(tmp_path: Path) -> None:
     assert len(per_process) == 2, f"trials per worker process: {dict(per_process)}"
 
 
-def test_a_trial_keeps_only_its_newest_checkpoint_and_none_once_ended(tmp_path: Path) -> None:
-    spec = fixed_work_sweep(
-        "prune",
-        0.03,
-        {"name": "none"},
-        trials=2,
-        concurrency=1,
-        iterations=60,
-        eval_every=1,
-        checkpoint_every=1,
-    )
-    results = tmp_path / "results"
-    env = cli_env({"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin"})
-    process = start_cli(
-        [
-            "launch",
-            str(write_spec(tmp_path, spec)),
-            "--storage",
-            f"sqlite:///{tmp_path / 'sweeper.db'}",
-            "--tracking-uri",
-            f"sqlite:///{tmp_path / 'mlflow.db'}",
-            "--results",
-            str(results),
-        ],
-        tmp_path,
-        env,
-    )
-    most: Counter[Path] = Counter()  # the most checkpoints seen at once, per trial folder
-    deadline = time.monotonic() + 300
-    while process.poll() is None and time.monotonic() < deadline:
-        seen = Counter(path.parent for path in results.glob("*/*/checkpoint_*"))
-        for folder, count in seen.items():
-            most[folder] = max(most[folder], count)
-        time.sleep(0.05)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == 0, output
-    assert len(most) == 2, f"saw checkpoints of {len(most)} trials: {dict(most)}"
-    # 60 checkpoints per trial; a new one is persisted before the one it supersedes is deleted
+@pytest.mark.xdist_group("one_at_a_time")
+def test_a_trial_keeps_only_its_newest_checkpoint_and_none_once_ended(one_at_a_time) -> None:
+    folder, most = one_at_a_time
+    results = folder / "results"
+    pruned = [trial for trial in most if trial.parent.name.startswith("prune-1-")]
+    assert len(pruned) == 2, f"saw checkpoints of {len(pruned)} prune trials: {dict(most)}"
+    # 60 checkpoints per prune trial (reuse's hold one, their final weights, until they end); a new
+    # one is persisted before the one it supersedes is deleted
     assert max(most.values()) <= 2, dict(most)
     assert not list(results.glob("*/*/checkpoint_*")), "an ended trial left its checkpoints"
