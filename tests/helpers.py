@@ -25,8 +25,8 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 GPU_RESOURCES = {"gpus": 0.5, "per_model": {"gru": {"gpus": 0.125}}}  # trials that ask for GPUs
 SECRET = "S3cr3t-xyz"  # a password the secrets tests search every output, row and file for
-# bench-plugin tasks, and a local Ray that declares one GPU on a host without any
-GPU_PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin", DECLARED_GPUS_ENV: "1"}
+BENCH_PLUGINS = {"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin"}  # its `fixed_work` task
+GPU_PLUGINS = {**BENCH_PLUGINS, DECLARED_GPUS_ENV: "1"}  # and a local Ray that declares one GPU
 
 
 def tiny_spec(name: str = "tiny", models: tuple[str, ...] = ("lstm", "gru"), **overrides: object) -> dict:

@@ -102,13 +102,13 @@ def scan(checkov: Path, tmp_path_factory: pytest.TempPathFactory) -> Scan:
     """One checkov run over every render: <name>/manifests.yaml as rendered, and <name>/pods.yaml
     with the pods KubeRay creates from them; and over the regression, a privileged pod."""
     folder = tmp_path_factory.mktemp("checkov")
-    for overlay in SCANNED:
-        resources = rendered(overlay)
+    renders = {overlay: rendered(overlay) for overlay in SCANNED}
+    for overlay, resources in renders.items():
         (folder / overlay).mkdir()
         (folder / overlay / "manifests.yaml").write_text(yaml.safe_dump_all(resources, sort_keys=False))
         pods = [pod for resource in resources for pod in kuberay_pods(resource)]
         (folder / overlay / "pods.yaml").write_text(yaml.safe_dump_all(pods, sort_keys=False))
-    cluster = next(r for r in render_overlay("prod") if r["kind"] == "RayCluster")
+    cluster = next(r for r in renders["prod"] if r["kind"] == "RayCluster")
     (pod, *_) = [p for p in kuberay_pods(cluster) if p["metadata"]["name"].endswith("-gpu")]
     pod["spec"]["containers"][0]["securityContext"]["privileged"] = True
     (folder / REGRESSION).mkdir()

@@ -22,7 +22,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweeper.store.database import Store
-from tests.helpers import cli_env, run_cli, start_cli, write_spec
+from tests.helpers import BENCH_PLUGINS, cli_env, run_cli, start_cli, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Count
         checkpoint_every=1,
     )
     results = folder / "results"
-    env = cli_env({"SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin"})
+    env = cli_env(BENCH_PLUGINS)
     configs = [str(write_spec(folder, reuse, "reuse.yaml")), str(write_spec(folder, prune, "prune.yaml"))]
     process = start_cli(
         [
@@ -138,7 +138,7 @@ def test_a_worker_that_starts_late_still_takes_trials(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'sweeper.db'}"
     env = cli_env(
         {
-            "SWEEPER_PLUGINS": "sweeper_test_plugin,sweeper_bench_plugin",
+            **BENCH_PLUGINS,
             PRELOAD_ENV: ",".join((*PRELOAD_MODULES, "sweeper_slow_start")),
             "SWEEPER_SLOW_START_DIR": str(tmp_path),
             "SWEEPER_SLOW_START_S": "3",
