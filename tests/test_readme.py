@@ -89,6 +89,7 @@ def sweeper(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("readme_examples")  # they share one recorded sweep, built on one worker
 @pytest.mark.parametrize("args", [a for a in examples() if key(a) in QUICK], ids=" ".join)
 def test_the_readmes_quick_examples_run_as_written(after_the_main_command: Path, args: list[str]) -> None:

@@ -22,6 +22,7 @@ def env() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_the_plugins_are_listed_with_their_files(env: dict[str, str], tmp_path: Path) -> None:
     models = run_cli(["models"], tmp_path, env)
     assert models.returncode == 0, models.stderr
@@ -31,6 +32,7 @@ def test_the_plugins_are_listed_with_their_files(env: dict[str, str], tmp_path: 
     assert "running_mean (examples/plugins/my_tasks.py)" in tasks.stdout
 
 
+@pytest.mark.slow
 def test_the_plugin_model_trains_on_the_plugin_task(env: dict[str, str], tmp_path: Path) -> None:
     settings = [
         "hidden_size=16",
@@ -70,6 +72,7 @@ def test_a_rank_above_the_hidden_size_is_refused_naming_both(env: dict[str, str]
     assert "rank: 20 exceeds hidden_size 8" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_example_sweep_searches_rank_as_a_fraction(env: dict[str, str], tmp_path: Path) -> None:
     planned = run_cli(["launch", str(EXAMPLE / "sweep.yaml"), "--dry-run"], tmp_path, env)
     assert planned.returncode == 0, planned.stderr

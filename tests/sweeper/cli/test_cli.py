@@ -79,6 +79,7 @@ def test_unsupported_storage_dialect_exits_2(runner, tmp_path):
     assert not (tmp_path / "sweeps").exists()
 
 
+@pytest.mark.slow
 def test_unreachable_database_exits_2_before_ray_and_hides_the_password(tmp_path):
     path = write_spec(tmp_path, tiny_spec())
     url = "postgresql+psycopg2://sweeper:hunter2@127.0.0.1:9/studies"
@@ -228,6 +229,7 @@ def test_train_reports_the_kernel_of_an_orthogonal_model(runner):
     assert "kernel_path=loop" in result.output
 
 
+@pytest.mark.slow
 def test_train_starts_without_ray_optuna_mlflow_or_sqlalchemy(tmp_path):
     """A GPU image may carry only torch, Triton and the small packages: `sweeper train` (the
     benchmarks' way to run a trial) must not need what the sweep side needs."""

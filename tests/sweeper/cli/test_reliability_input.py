@@ -352,6 +352,7 @@ def mutated_specs(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
+@pytest.mark.slow
 # derandomized: the same 300 examples on every run, so a CI failure is a regression, never luck
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=mutated_specs(), profile=st.sampled_from([None, "smoke"]))

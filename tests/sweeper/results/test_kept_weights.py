@@ -72,6 +72,7 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, dict
     return folder, url, tracking, runs
 
 
+@pytest.mark.slow
 def test_best_fetches_the_best_trials_weights_without_ray_or_torch(kept) -> None:
     folder, url, _, runs = kept
     probe = textwrap.dedent(

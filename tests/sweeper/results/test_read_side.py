@@ -67,6 +67,7 @@ READ_COMMANDS = {
 }
 
 
+@pytest.mark.slow
 def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, str]) -> None:
     """Every read command in turn in one interpreter (one start instead of one per command):
     modules stay imported, so the first command that loads a heavy one is the one named."""

@@ -28,7 +28,12 @@ def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
 
     # the nodes' workers compute at the test's priority: at Ray's default niceness of 15 a trial
     # beside other CPU-bound work gets a few percent of a core and crawls
-    head = {"num_cpus": 0, "gcs_server_port": free_port(), "_system_config": {"worker_niceness": 0}}
+    head = {
+        "num_cpus": 0,
+        "gcs_server_port": free_port(),
+        "include_dashboard": False,  # nothing here reads it; it would start its own modules' processes
+        "_system_config": {"worker_niceness": 0},
+    }
     cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
         worker = cluster.add_node(num_cpus=1)

@@ -56,21 +56,25 @@ def test_every_built_in_task_has_a_config():
     }
 
 
-def write_data(folder: Path) -> None:
-    """Small files where the file tasks' configs look (their data_dir, relative to the launch)."""
-    corpora.write_ptb(folder / "data" / "ptb")
-    corpora.write_wikitext(folder / "data" / "wikitext-2")
-    corpora.write_babi(folder / "data" / "babi", tasks=(1,))
-    corpora.write_speech(folder / "data" / "timit", count=128)
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Small files where the file tasks' configs look (their data_dir, relative to the launch),
+    written once: every dry run only reads them."""
+    folder = tmp_path_factory.mktemp("configs") / "data"
+    corpora.write_ptb(folder / "ptb")
+    corpora.write_wikitext(folder / "wikitext-2")
+    corpora.write_babi(folder / "babi", tasks=(1,))
+    corpora.write_speech(folder / "timit", count=128)
+    return folder
 
 
 @pytest.mark.parametrize("profile", [None, "smoke"])
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_dry_run_lists_one_study_per_model(path, profile, tmp_path, monkeypatch):
+def test_dry_run_lists_one_study_per_model(path, profile, data, tmp_path, monkeypatch):
     """The paper-scale specs are previewed for a cluster (`--address`: its GPUs and data are its
     own); the smoke profiles for this machine, with their data here."""
     monkeypatch.chdir(tmp_path)  # the default storage lives under ./sweeps; a dry run writes none
-    write_data(tmp_path)
+    (tmp_path / "data").symlink_to(data, target_is_directory=True)
     args = ["launch", str(path), "--dry-run"] + (["--profile", profile] if profile else ["--address", "auto"])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
