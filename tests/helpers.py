@@ -198,10 +198,12 @@ def run_failing_launch(cwd: Path) -> tuple[str, subprocess.CompletedProcess]:
     return storage, launch
 
 
-def closed_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on: closed again with the socket, free for a server to take
+    (or left closed, as a server that is down)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed again when the socket is: nothing listens there
+        return sock.getsockname()[1]
 
 
 def outage_environment(tracking_uri: str) -> dict[str, str]:
@@ -220,7 +222,7 @@ def run_outage_sweep(cwd: Path) -> FinishedSweep:
     """Launch the tiny 2-model x 2-trial sweep `outage` in `cwd` while its MLflow server is down: a
     closed loopback port, named with a password (SECRET). Its studies go to the default SQLite
     store under `cwd`."""
-    tracking = f"http://sweeper:{SECRET}@127.0.0.1:{closed_port()}"
+    tracking = f"http://sweeper:{SECRET}@127.0.0.1:{free_port()}"
     config = write_spec(cwd, tiny_spec(name="outage", budget={"trials": 2, "max_concurrent": 1}))
     result = run_cli(["launch", str(config)], cwd, outage_environment(tracking), timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

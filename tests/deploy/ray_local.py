@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.helpers import free_port
 
 
 class Processes:
@@ -62,12 +63,6 @@ class Processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def http_ok(url: str, headers: dict[str, str] | None = None) -> bool:

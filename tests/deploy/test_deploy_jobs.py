@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from sweeper.run.jobs import Jobs
-from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
+from tests.deploy.ray_local import Processes, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, head_container, render_overlay
+from tests.helpers import free_port
 
 # one worker starts the module's cluster and runs every test against it
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy_jobs")]

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.ray_local import Processes, free_port, http_ok, node_options
+from tests.deploy.ray_local import Processes, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, render_overlay
-from tests.helpers import throwaway_databases, write_spec
+from tests.helpers import free_port, throwaway_databases, write_spec
 
 # one worker starts the module's services and runs every test against them
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("deploy_rehearsal")]

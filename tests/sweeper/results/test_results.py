@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweeper.store.database import Store
-from tests.helpers import cli_env, run_cli
+from tests.helpers import cli_env, free_port, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -89,12 +88,6 @@ def test_summarize_reports_importances(finished_sweep):
         if isinstance(value, dict):
             assert set(value) <= {"hidden_size", "lr"}
             assert sum(value.values()) == pytest.approx(1.0)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get_json(url: str, body: dict | None = None) -> dict:

@@ -3,24 +3,17 @@ and the sweep finishes with the trial COMPLETE."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 from optuna.trial import TrialState
 
 from sweeper.store.trial_record import FINAL_METRICS_ATTR
-from tests.helpers import cli_env, start_cli, tiny_spec, write_spec
+from tests.helpers import cli_env, free_port, start_cli, tiny_spec, write_spec
 from tests.sweeper.run.test_sweep_end_to_end import studies
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 ITERATIONS = 1500  # the node is lost at step 500 or later, so a third or more is done before
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
