@@ -55,7 +55,7 @@ CAPTURES = (True, False)  # each trial's step in a CUDA graph where it can be, a
 def setup_for(args: argparse.Namespace) -> sections.Setup:
     if args.cpu_check:
         return sections.Setup(
-            torch.device("cpu"), TINY_SHAPES, reps=1, precision_steps=6, copying_iterations=1, precision_task="adding",
+            torch.device("cpu"), TINY_SHAPES, reps=1, precision_steps=3, copying_iterations=1, precision_task="adding",
             trial_iterations=2, trial_task="adding", trial_T=5, packing_iterations=2, packings=(1, 2), paper_hidden=TINY_HIDDEN,
             tests_filter="test_plan.py or self_check", tiny=True,
         )  # fmt: skip

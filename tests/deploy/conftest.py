@@ -2,13 +2,16 @@
 checkov in a virtual environment of its own.
 
 checkov pins packages that conflict with the project's (an older networkx, among others), so it
-never shares the test environment: the first session creates `build/checkov-venv-<version>/` at
-the repository root and later sessions reuse it.
+never shares the test environment: the first session on a machine creates
+`sweeper-tests/checkov-<version>-py<python version>/` in the user's cache (`XDG_CACHE_HOME`, else `~/.cache`), and
+later sessions, from this checkout or any other, reuse it.
 """
 
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
@@ -17,10 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.workloads import CRD_DIR, OVERLAYS, REPO, render_overlay
+from tests.deploy.workloads import CRD_DIR, OVERLAYS, render_overlay
 
 CHECKOV_VERSION = "3.3.30"
-CHECKOV_VENV = REPO / "build" / f"checkov-venv-{CHECKOV_VERSION}"
+CHECKOV_VENV = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "sweeper-tests"
+    / f"checkov-{CHECKOV_VERSION}-py{sys.version_info.major}{sys.version_info.minor}"
+)
 
 _rendered: dict[str, list[dict[str, Any]]] = {}
 
@@ -49,28 +56,35 @@ def checkov() -> Path:
     A marker file written after a complete install tells a usable environment from a broken one."""
     executable = CHECKOV_VENV / "bin" / "checkov"
     installed = CHECKOV_VENV / "installed"
-    if not installed.is_file():
-        shutil.rmtree(CHECKOV_VENV, ignore_errors=True)
-        # no pip of its own (this interpreter's pip installs into it) and no byte-compiling of the
-        # whole of botocore: checkov imports a small part of what it pins
-        subprocess.run(
-            [sys.executable, "-m", "venv", "--without-pip", str(CHECKOV_VENV)], check=True, timeout=300
-        )
-        pip = [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(CHECKOV_VENV / "bin" / "python"),
-            "install",
-            "--quiet",
-            "--no-compile",
-            "--disable-pip-version-check",
-        ]
-        done = subprocess.run(
-            [*pip, f"checkov=={CHECKOV_VERSION}"], capture_output=True, text=True, timeout=900
-        )
-        if done.returncode != 0:
-            pytest.fail(f"installing checkov {CHECKOV_VERSION} failed:\n{done.stderr[-3000:]}")
-        installed.write_text(f"checkov=={CHECKOV_VERSION}\n")
+    CHECKOV_VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(CHECKOV_VENV.with_name(f"{CHECKOV_VENV.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a test session of another checkout may be installing it
+        if not (installed.is_file() and (CHECKOV_VENV / "bin" / "python").exists()):
+            install_checkov()
     return executable
+
+
+def install_checkov() -> None:
+    """A new environment, whatever a broken one left behind."""
+    installed = CHECKOV_VENV / "installed"
+    shutil.rmtree(CHECKOV_VENV, ignore_errors=True)
+    # no pip of its own (this interpreter's pip installs into it) and no byte-compiling of the
+    # whole of botocore: checkov imports a small part of what it pins
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(CHECKOV_VENV)], check=True, timeout=300
+    )
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(CHECKOV_VENV / "bin" / "python"),
+        "install",
+        "--quiet",
+        "--no-compile",
+        "--disable-pip-version-check",
+    ]
+    done = subprocess.run([*pip, f"checkov=={CHECKOV_VERSION}"], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        pytest.fail(f"installing checkov {CHECKOV_VERSION} failed:\n{done.stderr[-3000:]}")
+    installed.write_text(f"checkov=={CHECKOV_VERSION}\n")

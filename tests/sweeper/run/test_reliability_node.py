@@ -25,7 +25,13 @@ def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
         "num_cpus": 0,
         "gcs_server_port": free_port(),
         "include_dashboard": False,  # nothing here reads it; it would start its own modules' processes
-        "_system_config": {"worker_niceness": 0},
+        # the lost node is declared dead after two missed health checks a second apart, not
+        # Ray's default five at three seconds: the rest of the test waits on that declaration
+        "_system_config": {
+            "worker_niceness": 0,
+            "health_check_period_ms": 1000,
+            "health_check_failure_threshold": 2,
+        },
     }
     cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
