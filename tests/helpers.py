@@ -198,12 +198,21 @@ def run_failing_launch(cwd: Path) -> tuple[str, subprocess.CompletedProcess]:
     return storage, launch
 
 
+_HANDED_OUT: set[int] = set()  # every port free_port() returned in this process
+
+
 def free_port() -> int:
     """A loopback port nothing listens on: closed again with the socket, free for a server to take
-    (or left closed, as a server that is down)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    (or left closed, as a server that is down). Never one it returned before in this process: the
+    kernel hands a just-closed port out again, and a Ray node given one port for two of its
+    services refuses to start."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def outage_environment(tracking_uri: str) -> dict[str, str]:
