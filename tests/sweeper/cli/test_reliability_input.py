@@ -29,8 +29,13 @@ SPEC_FILE = "sweep.yaml"
 Launch = Callable[..., Result]  # (spec text or bytes, *options) -> the CLI's result
 
 
+# libyaml's emitter where PyYAML has it: the 1 MB spec below takes the pure-Python one a second, at
+# collection, in every test process
+SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def dump(spec: dict[str, Any]) -> str:
-    return yaml.safe_dump(spec, sort_keys=False)
+    return yaml.dump(spec, Dumper=SAFE_DUMPER, sort_keys=False)
 
 
 def with_params(**params: Any) -> str:
