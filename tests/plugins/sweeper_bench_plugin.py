@@ -42,7 +42,13 @@ class FixedWorkSettings(BaseModel):
     step_matmuls: int = Field(10, ge=0, le=10**7, description="256×256 matrix products per training step")
     meet: int = Field(0, ge=0, description="before its first step, wait until this many trials have started")
     meet_dir: str = Field("", description="the folder where the trials that meet say they started")
-    meet_timeout_s: float = Field(120.0, gt=0.0, description="how long a trial waits to meet the others")
+    meet_timeout_s: float = Field(
+        120.0, gt=0.0, description="how long a trial waits to meet the others or to go on"
+    )
+    hold_after: int = Field(
+        0, ge=0, description="a trial started after this many waits for `release_file` before its first step"
+    )
+    release_file: str = Field("", description="the file whose existence lets held trials go on")
 
 
 def actor_environment() -> dict[str, float]:
@@ -74,6 +80,9 @@ class FixedWork(Task):
     With `meet` set, each trial says it started (a file in `meet_dir`) and, before its first step,
     waits until `meet` trials have started; it reports `met`, how many it saw. No trial finishes
     while it waits, so `met` >= `meet` proves that many ran at once, whatever the machine's speed.
+    With `hold_after` set, a trial that starts after that many (counted in `meet_dir`) waits before
+    its first step until `release_file` exists: a test can find held trials running for as long as
+    it needs, however fast the others trained.
     """
 
     metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
@@ -88,8 +97,12 @@ class FixedWork(Task):
         self.inputs = torch.randn(2, 1, 1, generator=gen).to(device)
         self.targets = torch.zeros(2, 1, 1, device=device)
         self.met: float | None = None
-        if settings.meet:
+        self.held = False
+        if settings.meet or settings.hold_after:
             (Path(settings.meet_dir) / uuid.uuid4().hex).touch()
+            self.held = (
+                settings.hold_after > 0 and len(list(Path(settings.meet_dir).iterdir())) > settings.hold_after
+            )
 
     def wait_to_meet(self) -> None:
         folder, deadline = Path(self.settings.meet_dir), time.monotonic() + self.settings.meet_timeout_s
@@ -97,9 +110,17 @@ class FixedWork(Task):
             time.sleep(0.05)
         self.met = float(seen)
 
+    def wait_for_release(self) -> None:
+        release, deadline = Path(self.settings.release_file), time.monotonic() + self.settings.meet_timeout_s
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.held = False
+
     def train_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.settings.meet and self.met is None:
             self.wait_to_meet()
+        if self.held:
+            self.wait_for_release()
         if self.settings.kind == "sleep":
             time.sleep(self.settings.step_seconds)
         else:

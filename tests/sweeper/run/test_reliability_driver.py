@@ -15,21 +15,35 @@ from optuna.trial import TrialState
 
 from sweeper.store.database import Store
 from sweeper.store.trial_record import FAIL_REASON_ATTR, INTERRUPTED_ATTR
-from tests.helpers import run_cli, start_cli, tiny_spec, write_spec
+from tests.helpers import BENCH_PLUGINS, cli_env, run_cli, start_cli, tiny_spec, write_spec
 from tests.sweeper.run.test_sweep_end_to_end import studies
 
 pytestmark = pytest.mark.slow
 
 
+def completed(trials: dict[str, list]) -> dict[tuple[str, int], float]:
+    return {(m, t.number): t.value for m, ts in trials.items() for t in ts if t.state == TrialState.COMPLETE}
+
+
 def test_driver_sigkill_then_resume(tmp_path):
-    spec = tiny_spec(name="killed", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
-    # one trial at a time (one Ray worker), each long enough that the third is seen running once
-    # two have finished, even beside another test's work (the suite runs on two workers)
-    spec["params"].update(iterations=200, eval_every=100)
+    # Two studies, one trial each at a time: the first two trials train; every later one waits
+    # before its first step until `release` exists, so the driver is killed while trials run,
+    # however fast the first two were.
+    release = tmp_path / "release"
+    settings = {"kind": "sleep", "step_seconds": 0.01, "hold_after": 2, "release_file": str(release)}
+    settings["meet_dir"] = str(tmp_path / "started")
+    (tmp_path / "started").mkdir()
+    spec = tiny_spec(
+        name="killed",
+        task={"name": "fixed_work", "settings": settings},
+        scheduler="none",
+        budget={"trials": 4, "max_concurrent": 1},
+    )
+    spec["params"].update(iterations=4, eval_every=2)
     config = write_spec(tmp_path, spec)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
 
-    process = start_cli(["launch", str(config)], tmp_path)
+    process = start_cli(["launch", str(config)], tmp_path, cli_env(BENCH_PLUGINS))
     driver = psutil.Process(process.pid)
     deadline = time.monotonic() + 300
     before: dict[tuple[str, int], float] = {}
@@ -40,11 +54,9 @@ def test_driver_sigkill_then_resume(tmp_path):
             trials = studies(url, "killed-1")
         except Exception:
             continue
-        before = {
-            (m, t.number): t.value for m, ts in trials.items() for t in ts if t.state == TrialState.COMPLETE
-        }
+        before = completed(trials)
         running = sum(t.state == TrialState.RUNNING for ts in trials.values() for t in ts)
-        if len(before) >= 2 and running:
+        if len(before) == 2 and running:
             break
     children = driver.children(recursive=True)
     if not (process.poll() is None and running):
@@ -57,11 +69,13 @@ def test_driver_sigkill_then_resume(tmp_path):
     for child in children:  # the local Ray instance the driver started dies with it, as on a crash
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
+    assert completed(studies(url, "killed-1")) == before  # the held trials never finished
+    release.touch()
 
     store = Store(url)
     assert store.get_sweep("killed-1").status == "running"  # nobody was left to say otherwise
     store.dispose()
-    resumed = run_cli(["resume", "killed-1"], tmp_path)
+    resumed = run_cli(["resume", "killed-1"], tmp_path, cli_env(BENCH_PLUGINS))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "left running by a stopped driver marked interrupted" in resumed.stdout
 
