@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -100,27 +101,24 @@ class FixedWork(Task):
         self.held = False
         if settings.meet or settings.hold_after:
             (Path(settings.meet_dir) / uuid.uuid4().hex).touch()
-            self.held = (
-                settings.hold_after > 0 and len(list(Path(settings.meet_dir).iterdir())) > settings.hold_after
-            )
+            self.held = 0 < settings.hold_after < self.started()
 
-    def wait_to_meet(self) -> None:
-        folder, deadline = Path(self.settings.meet_dir), time.monotonic() + self.settings.meet_timeout_s
-        while (seen := len(list(folder.iterdir()))) < self.settings.meet and time.monotonic() < deadline:
+    def wait_until(self, done: Callable[[], bool]) -> None:
+        """Poll `done` until it holds or `meet_timeout_s` has passed."""
+        deadline = time.monotonic() + self.settings.meet_timeout_s
+        while not done() and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.met = float(seen)
 
-    def wait_for_release(self) -> None:
-        release, deadline = Path(self.settings.release_file), time.monotonic() + self.settings.meet_timeout_s
-        while not release.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.held = False
+    def started(self) -> int:
+        return len(list(Path(self.settings.meet_dir).iterdir()))
 
     def train_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.settings.meet and self.met is None:
-            self.wait_to_meet()
+            self.wait_until(lambda: self.started() >= self.settings.meet)
+            self.met = float(self.started())
         if self.held:
-            self.wait_for_release()
+            self.wait_until(Path(self.settings.release_file).exists)
+            self.held = False
         if self.settings.kind == "sleep":
             time.sleep(self.settings.step_seconds)
         else:

@@ -30,9 +30,14 @@ def test_driver_sigkill_then_resume(tmp_path):
     # before its first step until `release` exists, so the driver is killed while trials run,
     # however fast the first two were.
     release = tmp_path / "release"
-    settings = {"kind": "sleep", "step_seconds": 0.01, "hold_after": 2, "release_file": str(release)}
-    settings["meet_dir"] = str(tmp_path / "started")
     (tmp_path / "started").mkdir()
+    settings = {
+        "kind": "sleep",
+        "step_seconds": 0.01,
+        "hold_after": 2,
+        "meet_dir": str(tmp_path / "started"),
+        "release_file": str(release),
+    }
     spec = tiny_spec(
         name="killed",
         task={"name": "fixed_work", "settings": settings},
