@@ -118,7 +118,7 @@ def sweep_spec(task: str, strategy: Strategy, seed: int, args: argparse.Namespac
     settings = Settings(
         args.T, args.hidden, args.batch_size, args.valid_size, args.iterations, args.eval_every
     )
-    return benchmark_spec(task, strategy, seed, settings, args.trials)
+    return benchmark_spec(task, strategy, seed, settings, args.trials, list(MODELS))
 
 
 def run_sweep(

@@ -1,7 +1,7 @@
 """The configurations the table records: a scrambled Sobol design over each study's own space,
 plus every papers' point of the task.
 
-The space is the benchmark spec's, drawn by the function a study draws with (`suggest_params`),
+The space is the table's design's (`space`), drawn by the function a study draws with (`suggest_params`),
 so log scales, choices and conditional bounds (ρ at most the hidden size) are the study's. Each
 searched parameter takes one coordinate of the unit cube, in the order the study asks for them;
 a float or an integer maps it linearly or, on a log scale, through the logarithm (Optuna's
@@ -18,10 +18,13 @@ from typing import Any
 
 import torch
 
+from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.space import check_names, task_settings, unscaled
 from benchmarks.blackbox.strategies import Settings, Strategy, sweep_spec
 from sweeper.papers.points import paper_points
 from sweeper.spec.space import describe, suggest_params
 from sweeper.spec.sweep import SweepSpec, trial_config
+from sweeper.spec.values import IntRange
 
 SOBOL_SEED = 20261126
 
@@ -69,9 +72,34 @@ class _UnitTrial:
         return choices[math.floor(self._u(name) * len(choices))]
 
 
-def base_spec(task: str, settings: Settings) -> SweepSpec:
+def base_spec(task: str, settings: Settings, models: list[str]) -> SweepSpec:
     """The benchmark's sweep of `task`, for its spaces (which no strategy changes)."""
-    return sweep_spec(task, Strategy("random"), 0, settings, trials=1)
+    return sweep_spec(task, Strategy("random"), 0, settings, 1, models)
+
+
+def papers(task: str, settings: Settings, spec: SweepSpec) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """Each model's papers' points in `spec`'s space, as a study asks for them first. Where the
+    design scales hidden sizes, the points are matched at the config's own sizes and enter at
+    their size times the scale (inside the scaled range)."""
+    own = spec if settings.hidden is not None else base_spec(task, unscaled(settings), list(spec.models))
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for model in spec.models:
+        points: dict[tuple, tuple[str, dict[str, Any]]] = {}
+        for point in paper_points(own, model)[0]:
+            params = dict(point.params)
+            searched_size = spec.space(model).get("hidden_size")
+            if (
+                settings.hidden_scale is not None
+                and "hidden_size" in params
+                and isinstance(searched_size, IntRange)
+            ):
+                low, high = searched_size.int
+                params["hidden_size"] = min(
+                    max(round(params["hidden_size"] * settings.hidden_scale), low), high
+                )
+            points.setdefault(tuple(sorted(params.items())), (point.label, params))
+        out[model] = list(points.values())
+    return out
 
 
 def searched(spec: SweepSpec, model: str) -> list[str]:
@@ -104,15 +132,15 @@ def sobol_design(spec: SweepSpec, model: str, count: int, offset: int = 0) -> li
     return designs
 
 
-def paper_design(spec: SweepSpec, model: str) -> list[Design]:
+def paper_design(spec: SweepSpec, settings: Settings, model: str) -> list[Design]:
     """The papers' points of the model on the task that fit its space, every searched value set."""
     names = set(searched(spec, model))
     designs = []
-    for point in paper_points(spec, model)[0]:
-        if set(point.params) != names:
-            missing = ", ".join(sorted(names - set(point.params)))
-            raise ValueError(f"{point.label} leaves {missing} to the sampler; the table records whole points")
-        designs.append(Design(point.label, dict(point.params), _config(spec, model, point.params)))
+    for label, params in papers(spec.task.name, settings, spec)[model]:
+        if set(params) != names:
+            missing = ", ".join(sorted(names - set(params)))
+            raise ValueError(f"{label} leaves {missing} to the sampler; the table records whole points")
+        designs.append(Design(label, params, _config(spec, model, params)))
     return designs
 
 
@@ -120,3 +148,70 @@ def _config(spec: SweepSpec, model: str, params: dict[str, Any]) -> dict[str, An
     config = trial_config(spec, model, params, seed=0)
     del config["seed"]
     return config
+
+
+def new_table(
+    settings: Settings, configs: int, seeds: int, tasks: list[str], models: list[str]
+) -> tables.Table:
+    """A table with its design and nothing recorded (needs the spec's code)."""
+    return extended(tables.Table(settings, seeds, {}, {}, {}), configs, seeds, tasks, models)
+
+
+def extended(
+    table: tables.Table, configs: int, seeds: int, tasks: list[str], models: list[str]
+) -> tables.Table:
+    """The table grown to hold every asked (task, model) (each asked task gains the asked models),
+    its Sobol designs extended to `configs` points and its runs to `seeds` seeds; refused where a
+    task's settings, a space or the papers' points differ from what the table's design drew."""
+    from trainables.registry import TASKS
+
+    check_names(tasks, models)
+    seeds = max(seeds, table.seeds)
+    evaluations = len(table.settings.steps)
+    grid = {task: list(models_) for task, models_ in table.curves.items()}
+    for task in tasks:
+        grid[task] = list(dict.fromkeys([*grid.get(task, []), *models]))
+    for task, names in grid.items():
+        spec = base_spec(task, table.settings, names)
+        objective = spec.resolved_objective()
+        settings = task_settings(task, table.settings)
+        info = tables.TaskInfo(
+            settings, objective.metric, objective.mode, TASKS.get(task).sized(settings).baseline
+        )
+        known = table.tasks.setdefault(task, info)
+        if known != info:
+            raise tables.TableMismatch(f"{task}: the table's task is {known}, the design's today {info}")
+        recorded_spaces = table.spaces.setdefault(task, {})
+        for model in names:
+            space = space_text(spec, model)
+            if recorded_spaces.setdefault(model, space) != space:
+                tables.check_spaces(table, {task: {model: space}})
+            papers = [
+                {"label": d.label, "params": d.params} for d in paper_design(spec, table.settings, model)
+            ]
+            curves = table.curves.setdefault(task, {}).get(model)
+            if curves is None:
+                designs = [
+                    {"label": d.label, "params": d.params, "config": d.config}
+                    for d in [*paper_design(spec, table.settings, model), *sobol_design(spec, model, configs)]
+                ]
+                table.curves[task][model] = tables.Curves.empty(designs, seeds, evaluations)
+                continue
+            recorded = [
+                {"label": d["label"], "params": d["params"]}
+                for d, p in zip(curves.designs, curves.paper, strict=True)
+                if p
+            ]
+            if papers != recorded:
+                raise tables.TableMismatch(
+                    f"{task}/{model}: the papers' points changed since the table's design"
+                )
+            have = sum(not p for p in curves.paper)
+            more = sobol_design(spec, model, configs, offset=have) if configs > have else []
+            designs = curves.designs + [
+                {"label": d.label, "params": d.params, "config": d.config} for d in more
+            ]
+            if more or seeds > curves.status.shape[1]:
+                table.curves[task][model] = curves.grown(designs, seeds)
+    table.seeds = seeds
+    return table

@@ -13,12 +13,20 @@ would spend, though other work on the machine still inflates it through shared c
 its wall time on a GPU; wall time is kept too. A table recorded over several sessions holds
 several machines' clocks: `retime` puts it on one.
 
+Any registered task whose data is generated and any registered model can be recorded; a table
+grows by a task, a model, Sobol points or seeds without re-recording what it holds (each task
+named gains each model named). The design's space is `space`'s: every model at one hidden size
+(the first table), or hidden sizes searched over each task's config scaled (`--hidden-scale`).
 The table's design is drawn once, with the spec's code (Optuna, pydantic); a recorder that only
 runs it (a bare GPU machine) needs torch, numpy and `trainables` alone. Recording with other
 training code than the table's (another digest of `trainables/`, device or torch) is refused,
-naming what differs, unless `--new-code-version` says the runs may be mixed.
+naming what differs, unless `--new-code-version` says the runs may be mixed: record from a
+checkout of the commit the table names (a git worktree), so edits elsewhere neither stop nor mix
+it.
 
     python -m benchmarks.blackbox.record --jobs 2
+    python -m benchmarks.blackbox.record --table benchmarks/results/blackbox-hidden --hidden-scale 0.25 \
+        --configs 64 --seeds 3 --models gru goru scornn ncgru lstm eurnn --jobs 2
     python -m benchmarks.blackbox.record --device cuda --per-gpu 8 --minutes 8
     python -m benchmarks.blackbox.record --status
 """
@@ -155,74 +163,16 @@ def version_index(table: tables.Table, version: dict[str, Any], allow_new: bool)
     return len(table.versions) - 1
 
 
-def new_table(settings: Settings, configs: int, seeds: int) -> tables.Table:
-    """A table with its design and nothing recorded (needs the spec's code)."""
-    from benchmarks.blackbox.design import base_spec, paper_design, sobol_design, space_text
-    from trainables.registry import TASKS
-
-    curves: dict[str, dict[str, tables.Curves]] = {}
-    spaces: dict[str, dict[str, dict[str, str]]] = {}
-    baselines, objective = {}, ""
-    evaluations = len(tables.Table(settings, seeds, "", {}, {}, {}).steps)
-    for task in TASK_NAMES:
-        spec = base_spec(task, settings)
-        objective = spec.resolved_objective().metric
-        baselines[task] = TASKS.get(task).sized({"T": settings.T}).baseline
-        for model in MODELS:
-            designs = [*paper_design(spec, model), *sobol_design(spec, model, configs)]
-            curves.setdefault(task, {})[model] = tables.Curves.empty(
-                [{"label": d.label, "params": d.params, "config": d.config} for d in designs],
-                seeds,
-                evaluations,
-            )
-            spaces.setdefault(task, {})[model] = space_text(spec, model)
-    return tables.Table(settings, seeds, objective, baselines, spaces, curves)
-
-
-def extended(table: tables.Table, configs: int, seeds: int) -> tables.Table:
-    """The table with its Sobol design extended to `configs` points and `seeds` seeds, refused
-    where the benchmark's space or papers' points have changed since the design was drawn."""
-    from benchmarks.blackbox.design import base_spec, paper_design, sobol_design, space_text
-
-    seeds = max(seeds, table.seeds)
-    specs = {task: base_spec(task, table.settings) for task in table.curves}
-    tables.check_spaces(
-        table, {t: {m: space_text(specs[t], m) for m in models} for t, models in table.curves.items()}
-    )
-    for task, models in table.curves.items():
-        spec = specs[task]
-        for model, curves in models.items():
-            papers = [{"label": d.label, "params": d.params} for d in paper_design(spec, model)]
-            recorded = [
-                {"label": d["label"], "params": d["params"]}
-                for d, p in zip(curves.designs, curves.paper, strict=True)
-                if p
-            ]
-            if papers != recorded:
-                raise tables.TableMismatch(
-                    f"{task}/{model}: the papers' points changed since the table's design"
-                )
-            have = sum(not p for p in curves.paper)
-            more = sobol_design(spec, model, configs, offset=have) if configs > have else []
-            designs = curves.designs + [
-                {"label": d.label, "params": d.params, "config": d.config} for d in more
-            ]
-            if more or seeds > table.seeds:
-                models[model] = curves.grown(designs, seeds)
-    table.seeds = seeds
-    return table
-
-
 def pending(table: tables.Table, tasks: list[str], models: list[str]) -> Iterator[Run]:
     """Runs still missing, in design order across every (task, model)."""
-    longest = max(len(table.curves[t][m].designs) for t in tasks for m in models)
+    pairs = [(t, m) for t in tasks for m in models if m in table.curves.get(t, {})]
+    longest = max((len(table.curves[t][m].designs) for t, m in pairs), default=0)
     for index in range(longest):
         for seed in range(table.seeds):
-            for task in tasks:
-                for model in models:
-                    curves = table.curves[task][model]
-                    if index < len(curves.designs) and curves.status[index, seed] == tables.MISSING:
-                        yield Run(task, model, index, seed)
+            for task, model in pairs:
+                curves = table.curves[task][model]
+                if index < len(curves.designs) and curves.status[index, seed] == tables.MISSING:
+                    yield Run(task, model, index, seed)
 
 
 _WORKER: dict[str, Any] = {}
@@ -300,23 +250,44 @@ def record(args: argparse.Namespace) -> int:
         return _record(args, folder)
 
 
-def _record(args: argparse.Namespace, folder: Path) -> int:
-    asked = {
+def asked_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line, for a new table or checked against the table's."""
+    asked: dict[str, Any] = {
         k: v for k, v in (("iterations", args.iterations), ("eval_every", args.eval_every)) if v is not None
     }
+    if args.hidden_scale is not None:
+        asked.update(hidden=None, hidden_scale=args.hidden_scale)
+    return asked
+
+
+def opened(args: argparse.Namespace, folder: Path) -> tuple[tables.Table, list[str], list[str]]:
+    """The table in `folder` (a new one where there is none) holding every asked (task, model),
+    with the tasks and models to record."""
+    asked = asked_settings(args)
     if (folder / tables.META).exists():
         table = tables.read(folder)
         tables.check_settings(table, Settings(**{**table.settings.as_dict(), **asked}))
-        if args.configs > _sobol_count(table) or args.seeds > table.seeds:
-            table = extended(table, args.configs, args.seeds)
-    else:
-        table = new_table(Settings(**asked), args.configs, args.seeds)
+        tasks = args.tasks or list(table.curves)
+        models = args.models or list(dict.fromkeys(m for ms in table.curves.values() for m in ms))
+        if not table.holds(args.configs, args.seeds, tasks, models):
+            from benchmarks.blackbox.design import extended
+
+            table = extended(table, args.configs, args.seeds, tasks, models)
+        return table, tasks, models
+    from benchmarks.blackbox.design import new_table
+
+    tasks, models = args.tasks or list(TASK_NAMES), args.models or list(MODELS)
+    return new_table(Settings(**asked), args.configs, args.seeds, tasks, models), tasks, models
+
+
+def _record(args: argparse.Namespace, folder: Path) -> int:
+    table, tasks, models = opened(args, folder)
     if args.status:
         print(status_text(table))
         return 0
     version = version_index(table, code_version(args.device), args.new_code_version)
     tables.write(table, folder)
-    runs = list(pending(table, args.tasks, args.models))
+    runs = list(pending(table, tasks, models))
     processes = args.per_gpu if args.device == "cuda" else args.jobs
     print(
         f"{len(runs)} runs to record in {folder.name}/ with {processes} processes on {table.versions[version]['device']}"
@@ -331,7 +302,10 @@ def _record(args: argparse.Namespace, folder: Path) -> int:
     )
     futures = [
         pool.submit(
-            run_one, run, table.curves[run.task][run.model].designs[run.index]["config"], table.objective_name
+            run_one,
+            run,
+            table.curves[run.task][run.model].designs[run.index]["config"],
+            table.tasks[run.task].objective,
         )
         for run in runs
     ]
@@ -366,10 +340,6 @@ def _record(args: argparse.Namespace, folder: Path) -> int:
     return code
 
 
-def _sobol_count(table: tables.Table) -> int:
-    return min(int((~c.paper).sum()) for m in table.curves.values() for c in m.values())
-
-
 def status_text(table: tables.Table) -> str:
     lines = [
         f"{'task':>8} {'model':>7} {'configs':>8} {'complete':>9} {'diverged':>9} {'failed':>7} {'missing':>8}"
@@ -383,23 +353,41 @@ def status_text(table: tables.Table) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def design_options(parser: argparse.ArgumentParser) -> None:
+    """The options that name a table and the design to record into it."""
     parser.add_argument("--table", type=Path, default=DEFAULT_TABLE, help="the table's folder")
     parser.add_argument("--configs", type=int, default=96, help="Sobol points per (task, model)")
     parser.add_argument("--seeds", type=int, default=2, help="training seeds per configuration")
-    parser.add_argument("--tasks", nargs="+", choices=TASK_NAMES, default=list(TASK_NAMES))
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes on the CPU")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--per-gpu", type=int, default=8, help="worker processes packed on the GPU")
-    parser.add_argument("--minutes", type=float, help="stop after this long; unfinished runs are left")
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        help=f"registered tasks with generated data (default: the table's; a new table's: {' '.join(TASK_NAMES)})",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        help=f"registered models (default: the table's; a new table's: {' '.join(MODELS)})",
+    )
     parser.add_argument("--iterations", type=int, help=f"a new table's trial length ({Settings.iterations})")
     parser.add_argument(
         "--eval-every", type=int, help=f"a new table's report interval ({Settings.eval_every})"
     )
+    parser.add_argument(
+        "--hidden-scale",
+        type=float,
+        help="a new table's design: hidden sizes searched over each config's range times this (else all at 32)",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    design_options(parser)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes on the CPU")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--per-gpu", type=int, default=8, help="worker processes packed on the GPU")
+    parser.add_argument("--minutes", type=float, help="stop after this long; unfinished runs are left")
     parser.add_argument(
         "--new-code-version", action="store_true", help="record beside runs of other training code"
     )

@@ -51,10 +51,10 @@ def load(folder: Path, iterations: int | None) -> tables.Table:
     from benchmarks.blackbox.design import base_spec, space_text
 
     table = tables.read(folder)
-    spaces = {
-        task: {m: space_text(base_spec(task, table.settings), m) for m in models}
-        for task, models in table.curves.items()
-    }
+    spaces = {}
+    for task, models in table.curves.items():
+        spec = base_spec(task, table.settings, list(models))
+        spaces[task] = {m: space_text(spec, m) for m in models}
     tables.check_spaces(table, spaces)
     timing = read_timing(folder, table)
     if timing.sittings:

@@ -39,9 +39,9 @@ from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
 from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.design import papers
 from benchmarks.blackbox.restrict import Snapper, restrict
 from benchmarks.blackbox.strategies import STRATEGIES, sweep_spec
-from sweeper.papers.points import first_points
 from sweeper.run.launch import create_study, searcher_over
 from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.warm_start import warm_start_study
@@ -118,7 +118,9 @@ class Replay:
         self.table = table
         self.curves = table.curves[task]
         self.strategy = STRATEGIES[strategy]
-        self.spec = sweep_spec(task, self.strategy, seed, table.settings, trials, **overrides)
+        self.spec = sweep_spec(
+            task, self.strategy, seed, table.settings, trials, list(self.curves), **overrides
+        )
         self.metric = self.spec.resolved_objective().metric
         self.steps = table.steps
         self.snappers = snappers or {m: Snapper(self.spec, m, self.curves[m]) for m in self.spec.models}
@@ -131,7 +133,7 @@ class Replay:
         self.max_live = math.inf if limit is None else limit
         self.rng = np.random.default_rng(seed)
         storage = optuna.storages.InMemoryStorage()
-        first, _ = first_points(self.spec)
+        first = papers(task, table.settings, self.spec) if self.spec.sampler.paper_points else {}
         self.trace.paper_points = sum(len(points) for points in first.values())
         self.studies = {
             m: create_study(self.spec, storage, f"{task}-{m}", first.get(m, ())) for m in self.spec.models

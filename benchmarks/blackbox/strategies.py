@@ -1,8 +1,6 @@
 """The search benchmark's sweep and the strategies it compares: shared by the recorded table
-(whose design is drawn over this sweep's spaces), its replay, and the real-training benchmark.
-
-Every model runs at one hidden size that trains on a CPU core; its training and orthogonal
-settings are searched over ranges that hold both papers' values.
+(whose design is drawn over this sweep's spaces, `space`), its replay, and the real-training
+benchmark.
 """
 
 from __future__ import annotations
@@ -11,7 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.blackbox.table import MODELS, Settings
+from benchmarks.blackbox.space import raw_space
+from benchmarks.blackbox.table import Settings
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import SweepSpec
 
@@ -41,33 +40,13 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
 
 
 def sweep_spec(
-    task: str, strategy: Strategy, seed: int, settings: Settings, trials: int, **extra: Any
+    task: str, strategy: Strategy, seed: int, settings: Settings, trials: int, models: list[str], **extra: Any
 ) -> SweepSpec:
-    """The benchmark's sweep of `task` under `strategy`; `extra` overrides top-level spec entries
-    (a scheduler's reduction factor, a race's rung) when a default is being tuned."""
+    """The benchmark's sweep of `task` and `models` under `strategy`; `extra` overrides top-level
+    spec entries (a scheduler's reduction factor, a race's rung) when a default is being tuned."""
     raw: dict[str, Any] = {
         "name": f"search-{task}",
-        "task": {"name": task, "settings": {"T": settings.T, "valid_size": settings.valid_size}},
-        "models": list(MODELS),
-        "params": {
-            "iterations": settings.iterations,
-            "eval_every": settings.eval_every,
-            "batch_size": settings.batch_size,
-            "hidden_size": settings.hidden,
-            "lr": {"float": [1e-4, 3e-2], "log": True},
-            "optimizer": {"choice": ["adam", "rmsprop_tf"]},
-            "orth_lr": {"float": [1e-5, 1e-2], "log": True},
-            "orth_optimizer": {"choice": ["adam", "rmsprop_tf"]},
-        },
-        "per_model": {
-            "scornn": {"rho": {"fraction": [0.0, 1.0]}},
-            "ncgru": {
-                "rho": {"fraction": [0.1, 1.0]},
-                "orthogonal": {"choice": ["c", "rc"]},
-                "neumann_order": {"choice": [0, 1, 2, 3]},
-                "reset_interval": {"int": [10, 100], "log": True},
-            },
-        },
+        **raw_space(task, settings, models),
         "sampler": {
             "name": "tpe" if strategy.sampler == "old" else strategy.sampler,
             "seed": seed,

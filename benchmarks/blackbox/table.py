@@ -1,7 +1,8 @@
 """The recorded table: every run's learning curve, as data in the repository.
 
-Two files in one folder: `table.json` (the settings, each (task, model)'s design and space, the
-code versions and machines that recorded it, why a run failed) and `curves.npz` (per task and
+Two files in one folder: `table.json` (the settings, each task's settings, objective and baseline,
+each (task, model)'s design and space, the code versions and machines that recorded it, why a run
+failed) and `curves.npz` (per task and
 model, arrays over [configuration, seed, evaluation]: the objective, the worker-seconds since the
 trial's start, the wall seconds; and over [configuration, seed]: the run's status, the code
 version that recorded it and its worker-seconds at its end, the moment a failed run failed). A run not yet recorded is `MISSING`, its values NaN; a run that
@@ -22,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-MODELS = ("gru", "goru", "scornn", "ncgru")
+MODELS = ("gru", "goru", "scornn", "ncgru")  # the benchmark's own; a table may hold any registered
 TASK_NAMES = ("copying", "denoise")
-FORMAT = 1
+FORMAT = 2  # format 1 (one objective for every task, settings implied) is read too
 MISSING, COMPLETE, DIVERGED, FAILED = 0, 1, 2, 3
 STATUS_NAMES = {MISSING: "missing", COMPLETE: "complete", DIVERGED: "diverged", FAILED: "failed"}
 META, CURVES = "table.json", "curves.npz"
@@ -32,23 +33,50 @@ ARRAYS = ("objective", "seconds", "wall")  # [configuration, seed, evaluation]
 RUN_ARRAYS = ("status", "version", "ended")  # [configuration, seed]
 
 
+class TableMismatch(ValueError):
+    """The table was recorded for other settings, another space or another code version."""
+
+
 @dataclass(frozen=True)
 class Settings:
-    """What every trial of the benchmark shares; a recorded table is valid for these alone."""
+    """What every trial of the benchmark shares; a recorded table is valid for these alone.
+
+    The design: every model at one `hidden` size, or (`hidden=None`) its hidden size searched
+    over its task's shipped range times `hidden_scale` (`space`)."""
 
     T: int = 100
-    hidden: int = 32
+    hidden: int | None = 32
     batch_size: int = 32
     valid_size: int = 200
     iterations: int = 2000
     eval_every: int = 100
+    hidden_scale: float | None = None
 
-    def as_dict(self) -> dict[str, int]:
+    def __post_init__(self) -> None:
+        if (self.hidden is None) == (self.hidden_scale is None):
+            raise TableMismatch(
+                "a table fixes the hidden size (hidden) or scales each config's range (hidden_scale), "
+                f"one of them: asked hidden={self.hidden}, hidden_scale={self.hidden_scale}"
+            )
+        if self.hidden_scale is not None and not 0 < self.hidden_scale <= 4:
+            raise TableMismatch(f"hidden_scale {self.hidden_scale} is outside (0, 4]")
+
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def steps(self) -> np.ndarray:
+        """The iterations each run reports at."""
+        steps = list(range(self.eval_every, self.iterations + 1, self.eval_every))
+        if steps[-1] != self.iterations:
+            steps.append(self.iterations)
+        return np.array(steps)
 
-class TableMismatch(ValueError):
-    """The table was recorded for other settings, another space or another code version."""
+    @property
+    def design(self) -> str:
+        if self.hidden is not None:
+            return f"every model at hidden size {self.hidden}"
+        return f"hidden sizes searched over each config's range x {self.hidden_scale:g}"
 
 
 @dataclass
@@ -90,24 +118,54 @@ class Curves:
         return np.array([not d["label"].startswith("sobol ") for d in self.designs], dtype=bool)
 
 
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task's runs share: its settings, the metric they report and its direction, and
+    the memoryless baseline where the task has one."""
+
+    settings: dict[str, Any]
+    objective: str
+    mode: str  # "min" or "max"
+    baseline: float | None
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether value `a` beats value `b` in the task's direction."""
+        return a < b if self.mode == "min" else a > b
+
+    def learned(self, value: float) -> bool:
+        """Whether a value beats the baseline (always, for a task without one)."""
+        return self.baseline is None or self.better(value, self.baseline)
+
+
 @dataclass
 class Table:
     settings: Settings
     seeds: int
-    objective_name: str
-    baselines: dict[str, float]
+    tasks: dict[str, TaskInfo]
     spaces: dict[str, dict[str, dict[str, str]]]  # task -> model -> parameter -> range in words
     curves: dict[str, dict[str, Curves]]  # task -> model
     versions: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # "task/model/configuration/seed" -> why it failed
 
     @property
+    def baselines(self) -> dict[str, float | None]:
+        return {task: info.baseline for task, info in self.tasks.items()}
+
+    def sign(self, task: str) -> float:
+        """+1 where lower is better, -1 where higher is: `sign * value` is a loss."""
+        return 1.0 if self.tasks[task].mode == "min" else -1.0
+
+    @property
     def steps(self) -> np.ndarray:
-        s = self.settings
-        steps = list(range(s.eval_every, s.iterations + 1, s.eval_every))
-        if steps[-1] != s.iterations:
-            steps.append(s.iterations)
-        return np.array(steps)
+        return self.settings.steps
+
+    def holds(self, configs: int, seeds: int, tasks: list[str], models: list[str]) -> bool:
+        """Whether the table's design already holds every asked (task, model), `configs` Sobol
+        points each and `seeds` seeds (else it grows, with the spec's code)."""
+        pairs = [self.curves.get(t, {}).get(m) for t in tasks for m in models]
+        if any(c is None for c in pairs):
+            return False
+        return seeds <= self.seeds and all(int((~c.paper).sum()) >= configs for c in pairs)
 
     def counts(self) -> dict[str, int]:
         """Runs by status over the whole table."""
@@ -124,14 +182,24 @@ class Table:
 
 def read(folder: Path) -> Table:
     meta = json.loads((folder / META).read_text())
-    if meta.get("format") != FORMAT:
+    if meta.get("format") not in (1, FORMAT):
         raise TableMismatch(
             f"{folder / META} is format {meta.get('format')}; this code reads format {FORMAT}"
         )
     settings = Settings(**meta["settings"])
-    evaluations = len(range(settings.eval_every, settings.iterations + 1, settings.eval_every)) + (
-        settings.iterations % settings.eval_every != 0
-    )
+    if meta["format"] == 1:  # every task minimised one objective, at the table's T and validation size
+        infos = {
+            task: {
+                "settings": {"T": settings.T, "valid_size": settings.valid_size},
+                "objective": meta["objective"],
+                "mode": "min",
+                "baseline": meta["baselines"][task],
+            }
+            for task in meta["designs"]
+        }
+    else:
+        infos = meta["tasks"]
+    evaluations = len(settings.steps)
     arrays: dict[str, np.ndarray] = {}
     if (folder / CURVES).exists():
         with np.load(folder / CURVES) as stored:
@@ -152,8 +220,7 @@ def read(folder: Path) -> Table:
     return Table(
         settings,
         meta["seeds"],
-        meta["objective"],
-        meta["baselines"],
+        {task: TaskInfo(**info) for task, info in infos.items()},
         meta["spaces"],
         curves,
         meta["versions"],
@@ -168,8 +235,7 @@ def write(table: Table, folder: Path) -> None:
         "format": FORMAT,
         "settings": table.settings.as_dict(),
         "seeds": table.seeds,
-        "objective": table.objective_name,
-        "baselines": table.baselines,
+        "tasks": {task: asdict(info) for task, info in table.tasks.items()},
         "runs": table.counts(),
         "versions": table.versions,
         "spaces": table.spaces,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.blackbox import record
 from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.design import new_table
 
 QUALITY = {"scornn": 0.02, "ncgru": 0.06, "goru": 0.10, "gru": 0.14}  # each model's floor at its best lr
 SPEED = {"gru": 0.010, "goru": 0.020, "scornn": 0.012, "ncgru": 0.018}  # worker-seconds per iteration
@@ -25,7 +25,7 @@ def value(model: str, lr: float, step: int, seed: int) -> float:
 
 
 def synthetic_table(folder: Path, configs: int = CONFIGS) -> tables.Table:
-    table = record.new_table(SETTINGS, configs, seeds=2)
+    table = new_table(SETTINGS, configs, 2, list(tables.TASK_NAMES), list(tables.MODELS))
     table.versions.append(
         {"device": "cpu", "machine": "synthetic", "trainables": "synthetic", "torch": "-", "files": {}}
     )

@@ -80,7 +80,7 @@ def test_a_table_of_another_format_or_mixed_devices_is_refused(tmp_path: Path) -
         load(tmp_path, None)
     meta = json.loads((tmp_path / tables.META).read_text())
     (tmp_path / tables.META).write_text(json.dumps({**meta, "format": 0}))
-    with pytest.raises(tables.TableMismatch, match="format 0; this code reads format 1"):
+    with pytest.raises(tables.TableMismatch, match="format 0; this code reads format 2"):
         tables.read(tmp_path)
 
 
