@@ -135,7 +135,9 @@ def run_sweep(
     searcher = study_searcher(store, record, tracker=None)
     if strategy.sampler == "old":
         for offset, plan in enumerate(searcher.plans):
-            plan.study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
+            plan.study.sampler = optuna.samplers.TPESampler(
+                seed=seed + offset, constant_liar=True, multivariate=False
+            )
     scheduler = make_scheduler(spec, searcher)
     np.random.seed(seed)  # ASHA draws its bracket from numpy's global generator
     metric = spec.resolved_objective().metric

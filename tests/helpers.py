@@ -127,11 +127,26 @@ def run_sweep_cli(cwd: Path, storage: str | None, storage_by_environment: bool =
     return FinishedSweep(cwd, storage, tracking, "e2e-1", result)
 
 
+def raced_spec() -> dict:
+    """Copying at T = 10 under the curves race: scoRNN at a learning rate that learns in a hundred
+    iterations, GRU at one that never leaves the baseline, so GRU is raced out at the first rung."""
+    spec = tiny_spec(
+        name="raced",
+        models=("scornn", "gru"),
+        task={"name": "copying", "settings": {"T": 10, "valid_size": 64}},
+        scheduler={"name": "asha", "grace_period": 100, "reduction_factor": 3},
+        budget={"trials": 3, "max_concurrent": 1, "allocate": "curves"},
+        per_model={"scornn": {"lr": 0.01}, "gru": {"lr": 1.0e-6}},
+    )
+    spec["params"] = {"iterations": 600, "eval_every": 100, "batch_size": 32, "hidden_size": 32}
+    return spec
+
+
 def run_shared_launch(cwd: Path) -> subprocess.CompletedProcess:
-    """Three sweeps in one `sweeper launch --no-gpus` in `cwd` (one driver, one local Ray), each read
+    """Four sweeps in one `sweeper launch --no-gpus` in `cwd` (one driver, one local Ray), each read
     by a test of its own: `faults`, a pruning scheduler beside a model that raises; `ptb`, a
     file-based task whose data directory is relative to the launch directory; `gpus`, trials that
-    ask for GPUs, which `--no-gpus` trains on the CPU."""
+    ask for GPUs, which `--no-gpus` trains on the CPU; `raced`, a model raced out on its curve."""
     from tests import corpora
 
     faults = tiny_spec(
@@ -147,7 +162,7 @@ def run_shared_launch(cwd: Path) -> subprocess.CompletedProcess:
     ptb["scheduler"] = {"name": "none"}
     ptb["budget"] = {"trials": 1, "max_concurrent": 1}
     gpus = tiny_spec(name="gpus", resources=GPU_RESOURCES, budget={"trials": 1, "max_concurrent": 1})
-    specs = {"faults.yaml": faults, "ptb.yaml": ptb, "gpus.yaml": gpus}
+    specs = {"faults.yaml": faults, "ptb.yaml": ptb, "gpus.yaml": gpus, "raced.yaml": raced_spec()}
     configs = [str(write_spec(cwd, spec, filename)) for filename, spec in specs.items()]
     return run_cli(["launch", *configs, "--no-gpus"], cwd)
 

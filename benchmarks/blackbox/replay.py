@@ -37,9 +37,11 @@ import yaml
 
 from benchmarks.blackbox import table as tables
 from benchmarks.blackbox.clock import TIMING, TIMING_META, clock_text, on_one_clock, read_timing
+from benchmarks.blackbox.prior import learned
 from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
 from benchmarks.blackbox.strategies import STRATEGIES
 from benchmarks.blackbox.verdicts import floors, goal, ground_truth, judge, timeline
+from sweeper.run.search.curve_prior import CurvePrior, shipped_prior
 
 Job = tuple[str, str, int, int]  # task, strategy, workers, seed
 _STATE: dict[str, Any] = {}
@@ -87,9 +89,22 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         source = Replay(table, task, "random", seed + 1, workers, trials, snappers=_snappers(task, {}))
         source.run()
         earlier = source.studies
-    sweep = Replay(table, task, strategy, seed, workers, trials, earlier, _snappers(task, extra), **extra)
+    prior = judged_prior(table, task, trials) if STRATEGIES[strategy].allocate == "curves" else None
+    sweep = Replay(
+        table, task, strategy, seed, workers, trials, earlier, _snappers(task, extra), prior, **extra
+    )
     _STATE["snappers"][(task, json.dumps(extra, sort_keys=True))] = sweep.snappers
     return asdict(sweep.run())
+
+
+def judged_prior(table: tables.Table, task: str, trials: int) -> CurvePrior:
+    """The curves race's prior for judging `task`: learned from the table's other tasks, never
+    from the task judged; the shipped one where the table holds no other task."""
+    key = ("prior", task, trials)
+    if key not in _STATE:
+        others = [t for t in table.curves if t != task]
+        _STATE[key] = learned([("table", table)], others, budget=trials) if others else shipped_prior()
+    return _STATE[key]
 
 
 def _snappers(task: str, extra: dict[str, Any]) -> Any:

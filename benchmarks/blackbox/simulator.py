@@ -39,11 +39,14 @@ from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
 from benchmarks.blackbox import table as tables
+from benchmarks.blackbox.allocations import MaxUCB, TopAfterOneRung
 from benchmarks.blackbox.design import papers
 from benchmarks.blackbox.restrict import Snapper, restrict
 from benchmarks.blackbox.strategies import STRATEGIES, sweep_spec
 from sweeper.run.launch import create_study, searcher_over
-from sweeper.run.search.pruning import make_scheduler
+from sweeper.run.search.curve_prior import CurvePrior
+from sweeper.run.search.curve_race import CurveRace
+from sweeper.run.search.pruning import RaceStops, make_scheduler, rungs
 from sweeper.run.search.warm_start import warm_start_study
 from sweeper.store.trial_record import PAPER_POINT_ATTR
 
@@ -66,7 +69,7 @@ class _Running:
     reports: int  # recorded evaluations of its run
     failure: str | None  # why its run ended early, reported after those evaluations
     evaluation: int = 0
-    best: float = math.inf
+    best: float = math.nan  # its best value so far
     returned: bool = False  # its last report is in; it ends when its function returns
     last_result: dict[str, Any] = field(default_factory=dict)
 
@@ -109,6 +112,7 @@ class Replay:
         trials: int,
         earlier: dict[str, optuna.Study] | None = None,
         snappers: dict[str, Snapper] | None = None,
+        prior: CurvePrior | None = None,
         **overrides: Any,
     ) -> None:
         for section, names in UNMODELLED.items():
@@ -148,9 +152,12 @@ class Replay:
         )
         for offset, plan in enumerate(self.searcher.plans):
             if self.strategy.sampler == "old":  # independent TPE with Optuna's defaults
-                plan.study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
+                plan.study.sampler = optuna.samplers.TPESampler(
+                    seed=seed + offset, constant_liar=True, multivariate=False
+                )
             restrict(plan.study, self.snappers[plan.model], [seed, offset])
         self.scheduler = make_scheduler(self.spec, self.searcher)
+        self.allocation = self._allocation(prior)
         self.plans = {p.model: p for p in self.searcher.plans}
         self._events: list[tuple[float, int, str]] = []
         self._waiting: collections.deque[_Running] = collections.deque()
@@ -158,6 +165,30 @@ class Replay:
         self._count = 0
         self.now = 0.0  # the simulated clock, in seconds since the sweep started
         self._order = itertools.count()  # ties in time are handled in the order they were scheduled
+
+    def _allocation(self, prior: CurvePrior | None) -> Any:
+        """The race the strategy allocates by: the service's (its prior replaced where the replay
+        judges a task with one learned without it), or one of the benchmark's own."""
+        race, mode = self.searcher.race, self.spec.resolved_objective().mode
+        if isinstance(race, CurveRace) and prior is not None:
+            race.prior = prior
+        plans = self.searcher.plans
+        if self.strategy.allocate == "top2":
+            race = TopAfterOneRung(plans, self.spec.budget.trials, rungs(self.spec)[0], mode)
+            self.scheduler = RaceStops(self.scheduler, self.searcher)
+        elif self.strategy.allocate == "maxucb":
+            race = MaxUCB(plans, self.spec.budget.trials, mode)
+            self.searcher._next_plan = race.next_plan  # type: ignore[method-assign]
+        self.searcher.race = race
+        return race
+
+    def _note_race_stops(self) -> None:
+        """Families the race dropped since the last event, at this moment."""
+        if self.searcher.race is None:
+            return
+        known = {model for _, model in self.trace.race_stops}
+        for model in sorted(set(self.searcher.race.stopped) - known):
+            self.trace.race_stops.append((self.now, model))
 
     def _timed(self, call: Any, *args: Any) -> Any:
         started = time.perf_counter()
@@ -239,7 +270,9 @@ class Replay:
             result = running.last_result
         elif e < running.reports:
             value = float(curves.objective[running.design, running.seed, e])
-            running.best = min(running.best, value)
+            running.best = (
+                value if self.table.tasks[self.trace.task].better(value, running.best) else running.best
+            )
             result = {
                 "step": int(self.steps[e]),
                 self.metric: value,
@@ -255,6 +288,7 @@ class Replay:
                 if last:  # Tune stops it once its function returns, when the run ended
                     running.returned, running.last_result = True, result
                 self._schedule(running, ended=last)
+                self._note_race_stops()
                 return False
         else:
             result = {"fail_reason": running.failure}
@@ -266,7 +300,6 @@ class Replay:
     def _end(self, running: _Running, result: dict[str, Any]) -> None:
         plan = self.plans[running.model]
         before = dict(plan.counts)
-        stopped = set(self.searcher.race.stopped) if self.searcher.race is not None else set()
         self._timed(self.scheduler.on_trial_complete, None, running.tune, result)
         self._timed(self.searcher.on_trial_complete, running.tune.trial_id, result)
         state = next((s for s in plan.counts if plan.counts[s] > before[s]), "INTERRUPTED")
@@ -282,7 +315,7 @@ class Replay:
                 "value": running.best if state == "COMPLETE" else None,
             }
         )
-        if self.searcher.race is not None:
-            for model in sorted(set(self.searcher.race.stopped) - stopped):
-                self.trace.race_stops.append((self.now, model))
+        if state == "COMPLETE" and isinstance(self.allocation, MaxUCB):
+            self.allocation.observe(running.model, running.best)
+        self._note_race_stops()
         del self._running[running.tune.trial_id]

@@ -21,17 +21,26 @@ class Strategy:
     scheduler: str = "asha"
     paper_points: bool = False
     warm: bool = False
-    race: bool = False
+    allocate: str = "equal"  # the spec's (equal, race, curves), or the benchmark's own (top2, maxucb)
     late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
+
+    @property
+    def spec_allocate(self) -> str:
+        """What the spec says: an allocation of the benchmark's own runs on equal budgets."""
+        return self.allocate if self.allocate in ("equal", "race", "curves") else "equal"
 
 
 STRATEGIES = {  # in the order they run: the comparison that matters most first
     "random": Strategy("random", scheduler="none"),
     "default": Strategy("tpe", paper_points=True),
+    "curves": Strategy("tpe", paper_points=True, allocate="curves"),
+    "race": Strategy("tpe", paper_points=True, allocate="race"),
+    "top2": Strategy("tpe", paper_points=True, allocate="top2"),
+    "maxucb": Strategy("tpe", scheduler="none", paper_points=True, allocate="maxucb"),
     "old": Strategy("old"),
-    "all": Strategy("tpe", paper_points=True, warm=True, race=True),
+    "all": Strategy("tpe", paper_points=True, warm=True, allocate="race"),
     "+points": Strategy("old", paper_points=True),
-    "+race": Strategy("old", race=True),
+    "+race": Strategy("old", allocate="race"),
     "+warm": Strategy("old", warm=True),
     "+tpe": Strategy("tpe"),
     "+gp": Strategy("gp"),
@@ -57,7 +66,7 @@ def sweep_spec(
             "grace_period": settings.iterations // 3 if strategy.late_grace else settings.eval_every,
             "reduction_factor": 3,
         },
-        "budget": {"trials": trials, "allocate": "race" if strategy.race else "equal"},
+        "budget": {"trials": trials, "allocate": strategy.spec_allocate},
         "seed": seed,
     }
     for key, value in extra.items():

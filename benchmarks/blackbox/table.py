@@ -16,6 +16,7 @@ runs still missing.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -129,8 +130,8 @@ class TaskInfo:
     baseline: float | None
 
     def better(self, a: float, b: float) -> bool:
-        """Whether value `a` beats value `b` in the task's direction."""
-        return a < b if self.mode == "min" else a > b
+        """Whether value `a` beats value `b` in the task's direction (anything beats NaN)."""
+        return math.isnan(b) or (a < b if self.mode == "min" else a > b)
 
     def learned(self, value: float) -> bool:
         """Whether a value beats the baseline (always, for a task without one)."""

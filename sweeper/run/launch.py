@@ -22,7 +22,9 @@ import optuna
 from sqlalchemy.engine import make_url
 
 from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
-from sweeper.run.search.pruning import make_pruner, make_scheduler
+from sweeper.run.search.curve_prior import shipped_prior
+from sweeper.run.search.curve_race import CurveRace
+from sweeper.run.search.pruning import make_pruner, make_scheduler, rungs
 from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text, study_budget
@@ -47,7 +49,13 @@ from sweeper.store.credentials import redact, scrub
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
 from sweeper.store.locations import DEFAULT_HOME, resolve_tracking_uri
 from sweeper.store.states import SweepStatus
-from sweeper.store.trial_record import PAPER_POINT_ATTR, SAMPLER_ATTR, best_trial, parameter_count
+from sweeper.store.trial_record import (
+    PAPER_POINT_ATTR,
+    RACE_STOP_ATTR,
+    SAMPLER_ATTR,
+    best_trial,
+    parameter_count,
+)
 
 IMAGE_VARIABLE = "SWEEPER_IMAGE"  # the container image a cluster's driver runs in (deploy/)
 log = logging.getLogger(__name__)
@@ -265,7 +273,25 @@ def searcher_over(
     if spec.budget.allocate == "race":
         rung = race_rung(spec, most_papers)
         searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
+    elif spec.budget.allocate == "curves":
+        searcher.race = CurveRace(
+            plans,
+            spec.budget.trials,
+            rungs(spec),
+            spec.resolved_objective().mode,
+            task_baseline(spec),
+            spec.budget.drop_below,
+            spec.budget.race_exempt,
+            shipped_prior(),
+        )
     return searcher
+
+
+def task_baseline(spec: SweepSpec) -> float | None:
+    """The task's memoryless baseline at the sweep's settings, where it has one."""
+    from trainables.registry import TASKS
+
+    return TASKS.get(spec.task.name).sized(spec.task.settings).baseline
 
 
 def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
@@ -372,6 +398,7 @@ def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:
             best.value if best else None,
             best.params if best else {},
             parameter_count(best) if best else None,
+            plan.study.user_attrs.get(RACE_STOP_ATTR),
         )
         ended = [t.datetime_complete for t in plan.study.get_trials(deepcopy=False) if t.datetime_complete]
         tracker.end_parent(plan.parent_run_id, end_time=int(max(ended).timestamp() * 1000) if ended else None)

@@ -86,8 +86,18 @@ class Budget(Strict):
     retries: int = Field(
         2, ge=0, le=100, description="restarts of a trial whose worker died, from its checkpoint"
     )
-    allocate: Literal["equal", "race"] = Field("equal", description="race: successive halving across models")
+    allocate: Literal["equal", "race", "curves"] = Field(
+        "equal",
+        description="race: successive halving across models on complete trials; curves: a model "
+        "dropped on its partial curves once its chance to win falls below drop_below",
+    )
     race_rung: int | None = Field(None, ge=1, le=1_000_000, description="first rung's trials per model")
+    drop_below: float = Field(
+        0.03, gt=0, lt=0.5, description="curves: drop a model whose stated chance to win falls below this"
+    )
+    race_exempt: list[str] = Field(
+        default_factory=list, description="models never raced out: the user must see them complete"
+    )
 
     @field_validator("time", "trial_time", "study_time", mode="before")
     @classmethod
@@ -227,6 +237,11 @@ class SweepSpec(Strict):
             errors.extend(
                 (("params", name), f"{msg} (models: {', '.join(ms)})") for msg, ms in problems.items()
             )
+        for i, model in enumerate(self.budget.race_exempt):
+            if model not in self.models:
+                errors.append(
+                    (("budget", "race_exempt", i), f"{model!r} is not in models: {', '.join(self.models)}")
+                )
         for model in self.resources.per_model:
             if model not in self.models:
                 errors.append(

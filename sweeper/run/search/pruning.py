@@ -80,6 +80,53 @@ class OptunaPrunerScheduler(FIFOScheduler):
         return {}
 
 
+class RaceStops(FIFOScheduler):
+    """Tune's scheduler with the race's drops: a trial of a dropped family stops at its next
+    report (its worker goes to the families still in the race); every other decision is the
+    sweep's own scheduler's."""
+
+    def __init__(self, inner: Any, searcher: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.searcher = searcher
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        return self.inner.set_search_properties(metric, mode, **spec)
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        self.inner.on_trial_add(tune_controller, trial)
+
+    def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
+        self.inner.on_trial_error(tune_controller, trial)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        race = self.searcher.race
+        if race is not None and trial.config.get("model") in race.stopped:
+            return TrialScheduler.STOP
+        return self.inner.on_trial_result(tune_controller, trial, result)
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
+        self.inner.on_trial_complete(tune_controller, trial, result)
+
+    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
+        self.inner.on_trial_remove(tune_controller, trial)
+
+    def debug_string(self) -> str:
+        return self.inner.debug_string()
+
+
+def rungs(spec: SweepSpec) -> list[int]:
+    """The iterations where ASHA compares a study's trials (grace period times powers of the
+    reduction factor), and the trials' last: where the curves race compares families."""
+    max_t = _max_iterations(spec)
+    rung = float(min(spec.scheduler.grace_period or _first_report(spec), max_t))
+    out = []
+    while rung < max_t:
+        out.append(round(rung))
+        rung *= spec.scheduler.reduction_factor
+    return sorted({*out, max_t})
+
+
 def _max_iterations(spec: SweepSpec) -> int:
     longest = 0
     for model in spec.models:
@@ -108,8 +155,14 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
 
 
 def make_scheduler(spec: SweepSpec, searcher: Any) -> Any:
-    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none."""
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none; under
+    the curves race, a dropped family's trials stop too."""
+    inner = _study_scheduler(spec, searcher)
+    return RaceStops(inner, searcher) if spec.budget.allocate == "curves" else inner
+
+
+def _study_scheduler(spec: SweepSpec, searcher: Any) -> Any:
+    from ray.tune.schedulers import ASHAScheduler
 
     if spec.scheduler.name == "none":
         return FIFOScheduler()

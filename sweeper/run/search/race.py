@@ -63,6 +63,12 @@ class Race:
     def alive(self) -> list[Raced]:
         return [p for p in self.plans if p.model not in self.stopped]
 
+    def reported(self, plan: Raced, number: int, step: int, value: float) -> None:
+        """A trial's report: this race decides on complete trials only."""
+
+    def trial_ended(self, plan: Raced, number: int) -> None:
+        self.update()
+
     def update(self) -> None:
         """After a trial ends: cut the field once every model in it has finished its rung."""
         alive = self.alive()

@@ -21,6 +21,7 @@ import optuna
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
+from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.race import Race
 from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.tracking.tracker import Tracker
@@ -105,7 +106,7 @@ class MultiStudySearcher(ResultRecorder):
         super().__init__(spec, tracker)
         self.plans = plans
         self.experiment_id = experiment_id
-        self.race: Race | None = None  # set once the plans hold what the studies have done
+        self.race: Race | CurveRace | None = None  # set once the plans hold what the studies have done
         self._live: dict[str, LiveTrial] = {}
         self._completed: dict[str, tuple[LiveTrial, float]] = {}  # until their weights are seen
         for plan in plans:
@@ -180,6 +181,8 @@ class MultiStudySearcher(ResultRecorder):
             except DATABASE_ERRORS:
                 live.progress.last_step = taken  # so a retry reports this step again
                 raise
+            if self.race is not None:
+                self.race.reported(live.plan, live.trial.number, step, value)
 
     @database_guarded(default=False)
     def should_prune(self, trial_id: str, result: dict[str, Any]) -> bool:
@@ -268,7 +271,7 @@ class MultiStudySearcher(ResultRecorder):
             plan.seconds += live.progress.seconds
         plan.best = self.better(plan.best, value)
         if self.race is not None and outcome != TrialEnd.INTERRUPTED:
-            self.race.update()
+            self.race.trial_ended(plan, live.trial.number)
         if self.tracker is not None:
             self.tracker.finish_trial(
                 live.progress.run, state.name, value, reason, live.progress.fail_traceback

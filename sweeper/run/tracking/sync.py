@@ -25,6 +25,7 @@ from sweeper.store.trial_record import (
     FAIL_REASON_ATTR,
     FAIL_TRACEBACK_ATTR,
     INTERRUPTED_ATTR,
+    RACE_STOP_ATTR,
     SEED_ATTR,
     best_trial,
     final_metrics,
@@ -94,6 +95,7 @@ def sync_mlflow(store: Store, record: SweepRecord, tracker: Tracker) -> SyncCoun
                 best.value if best else None,
                 best.params if best else {},
                 parameter_count(best) if best else None,
+                study.user_attrs.get(RACE_STOP_ATTR),
             )
     if tracker.missed:
         raise SyncError(

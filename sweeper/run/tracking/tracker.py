@@ -50,6 +50,17 @@ def answer_view(ascending: bool, searched: Sequence[str] = ()) -> dict[str, Any]
     }
 
 
+def race_tags(stop: Mapping[str, Any] | None) -> dict[str, str]:
+    """A race's drop of a study (`RACE_STOP_ATTR`) as tags on its parent run."""
+    if not stop:
+        return {}
+    tags = {"sweeper.raced_out": str(stop["reason"])[:5000]}
+    for key in ("iteration", "of", "p_win", "against"):
+        if key in stop:
+            tags[f"sweeper.raced_out.{key}"] = str(stop[key])
+    return tags
+
+
 def _client(tracking_uri: str) -> Any:
     os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
     # MLflow's own defaults retry an unreachable server for minutes, which would stall the driver
@@ -206,9 +217,13 @@ class Tracker:
         best_value: float | None,
         best_params: Mapping[str, Any],
         parameters: int | None = None,
+        race_stop: Mapping[str, Any] | None = None,
     ) -> None:
         """The study's answer on its parent run: the best objective and the best trial's network
-        size as metrics (columns the run table can sort), its hyperparameters as tags."""
+        size as metrics (columns the run table can sort), its hyperparameters as tags, and where a
+        race dropped the model, when, why and with what odds."""
+        for key, value in race_tags(race_stop).items():
+            self.call("set_tag", self.client.set_tag, run_id, key, value)
         if best_value is not None:
             self.call("log_metric", self.client.log_metric, run_id, "best_objective", best_value)
         if parameters is not None:

@@ -135,6 +135,32 @@ def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(shar
             assert max(trial.intermediate_values) < 30
 
 
+def test_a_family_raced_out_on_its_curve_shows_in_status_json_and_mlflow(shared_launch):
+    cwd, result = shared_launch
+    sweeps = cwd / "sweeps"
+    assert "sweep raced-1: finished" in result.stdout, result.stdout + result.stderr
+    trials = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "raced-1")
+    gru = trials["gru"]
+    assert [t.state for t in gru] == [TrialState.PRUNED]  # stopped at its next report, never complete
+    assert max(gru[0].intermediate_values) == 200
+    assert len(trials["scornn"]) == 5  # the two trials gru did not run went to scornn
+    said = "raced out at iteration 100 of 600: P(win) < 0.03 against scornn"
+    status = run_cli(["status", "raced-1"], cwd)
+    assert status.returncode == 0 and said in status.stdout, status.stdout
+    data = json.loads(run_cli(["status", "raced-1", "--json"], cwd).stdout)
+    (row,) = [s for s in data["studies"] if s["model"] == "gru"]
+    assert row["race_stopped"].startswith(said)
+    client = MlflowClient(f"sqlite:///{sweeps / 'mlflow.db'}")
+    (experiment,) = [e for e in client.search_experiments() if e.name.startswith("raced-1")]
+    (parent,) = client.search_runs(
+        [experiment.experiment_id], "tags.`sweeper.role` = 'study' and tags.model = 'gru'"
+    )
+    tags = parent.data.tags
+    assert tags["sweeper.raced_out"].startswith(said)
+    assert tags["sweeper.raced_out.iteration"] == "100" and tags["sweeper.raced_out.against"] == "scornn"
+    assert float(tags["sweeper.raced_out.p_win"]) < 0.03
+
+
 def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_trials(tmp_path):
     spec = tiny_spec(
         name="resumable",

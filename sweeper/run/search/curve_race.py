@@ -1,0 +1,213 @@
+"""Racing model families on their partial learning curves: a family is dropped before any of its
+trials completes once its stated chance to win falls below `budget.drop_below`.
+
+At every rung of ASHA's (the iterations where it compares a study's trials), each family's best
+value there is compared with the leader's at the highest rung both have reached, and the chance
+that the family still ends ahead is read from the curve prior (`curve_prior`): a logistic of the
+log gap between the two (each clipped at the task's memoryless baseline), the trials behind the
+smaller side and how far through a trial the rung lies. The leader is the family that is ahead
+of the most others at their common rungs. A family below the threshold is dropped: its running
+trials are stopped at their next report (`pruning.RaceStops`), its study records the iteration, the
+evidence and the odds (`RACE_STOP_ATTR`), and its unspent trials go to the families still in the
+race, so the sweep never spends more than an equal budget would. Models in `budget.race_exempt`
+and the leader are never dropped.
+
+The state lives in the studies (their trials' intermediate values and `RACE_STOP_ATTR`), so a
+resumed sweep finds the race where it was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from optuna.trial import TrialState
+
+from sweeper.run.search.curve_prior import CurvePrior
+from sweeper.run.search.race import Raced
+from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
+
+TINY = 1e-12  # a loss of zero (a perfect score) stays comparable on the log scale
+
+
+def as_loss(value: float, mode: str) -> float:
+    """A value on the scale the race compares: the objective where lower is better, its distance
+    to 1 where higher is (accuracies), never below a tiny positive number."""
+    return max(value if mode == "min" else 1.0 - value, TINY)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a drop was decided on: both families' best values at the rung, their trials there."""
+
+    rung: int
+    best: float
+    trials: int
+    leader_best: float
+    leader_trials: int
+    gap: float  # log scale, after clipping at the baseline
+    p_win: float
+
+
+class CurveRace:
+    def __init__(
+        self,
+        plans: list[Raced],
+        trials: int,
+        rungs: list[int],
+        mode: str,
+        baseline: float | None,
+        drop_below: float,
+        exempt: list[str],
+        prior: CurvePrior,
+    ) -> None:
+        self.plans = plans
+        self.total = trials * len(plans)
+        self.rungs = sorted(rungs)
+        self.mode = mode
+        self.ceiling = None if baseline is None else as_loss(baseline, mode)
+        self.drop_below = drop_below
+        self.exempt = set(exempt)
+        self.prior = prior
+        self.at: dict[str, dict[int, dict[int, float]]] = {p.model: {} for p in plans}
+        self.best: dict[tuple[str, int], float] = {}
+        self.ended: dict[str, set[int]] = {p.model: set() for p in plans}
+        self.evidence: dict[str, Evidence] = {}
+        stops = {p.model: p.study.user_attrs.get(RACE_STOP_ATTR) for p in plans}
+        self.stopped = {model: stop["reason"] for model, stop in stops.items() if stop}
+        self.cuts = max((stop["cut"] + 1 for stop in stops.values() if stop), default=0)
+        for plan in plans:
+            self._restore(plan)
+        self._allot()
+
+    @property
+    def final(self) -> bool:
+        """No family can be dropped any more (so none of its trials can go to another)."""
+        return len([p for p in self.alive() if p.model not in self.exempt]) < 1 or len(self.alive()) < 2
+
+    def alive(self) -> list[Raced]:
+        return [p for p in self.plans if p.model not in self.stopped]
+
+    def _restore(self, plan: Raced) -> None:
+        """A resumed sweep's curves so far, from the study."""
+        for trial in plan.study.get_trials(deepcopy=False):
+            for step, value in sorted(trial.intermediate_values.items()):
+                self._note(plan.model, trial.number, step, value)
+            if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL):
+                self.ended[plan.model].add(trial.number)
+
+    def _note(self, model: str, number: int, step: int, value: float) -> bool:
+        """Keep a report; True when it reached a rung the trial had not reached."""
+        key = (model, number)
+        self.best[key] = min(self.best.get(key, math.inf), as_loss(value, self.mode))
+        reached = self.at[model].setdefault(number, {})
+        new = [r for r in self.rungs if r <= step and r not in reached]
+        for rung in new:
+            reached[rung] = self.best[key]
+        return bool(new)
+
+    def reported(self, plan: Raced, number: int, step: int, value: float) -> None:
+        """A trial's report: at a new rung, the field is judged again."""
+        if self._note(plan.model, number, step, value):
+            self.update()
+
+    def trial_ended(self, plan: Raced, number: int) -> None:
+        self.ended[plan.model].add(number)
+        self.update()
+
+    def frontier(self, model: str, rung: int) -> tuple[float, int] | None:
+        """The family's best value at `rung` and the trials measured there: those that reached it
+        and those that ended before it (ASHA or a failure judged them worse)."""
+        values = [r[rung] for r in self.at[model].values() if rung in r]
+        if not values:
+            return None
+        short = sum(1 for n in self.ended[model] if rung not in self.at[model].get(n, {}))
+        return min(values), len(values) + short
+
+    def common_rung(self, a: str, b: str) -> int | None:
+        both = [r for r in self.rungs if self.frontier(a, r) and self.frontier(b, r)]
+        return max(both) if both else None
+
+    def _clipped(self, loss: float) -> float:
+        return math.log(loss if self.ceiling is None else min(loss, self.ceiling))
+
+    def compare(self, model: str, leader: str) -> Evidence | None:
+        """`model` against `leader` at their highest common rung, with the stated chance."""
+        rung = self.common_rung(model, leader)
+        if rung is None:
+            return None
+        (own, n), (theirs, m) = self.frontier(model, rung), self.frontier(leader, rung)  # type: ignore[misc]
+        gap = max(0.0, self._clipped(own) - self._clipped(theirs))
+        p = self.prior.p_overtake(gap, min(n, m), rung / self.rungs[-1])
+        return Evidence(rung, own, n, theirs, m, gap, p)
+
+    def leader(self) -> str | None:
+        """The family ahead of the most others at their common rungs (ties: the farther along,
+        then the better there)."""
+        alive = [p.model for p in self.alive() if self.at[p.model]]
+        if not alive:
+            return None
+
+        def standing(model: str) -> tuple[int, int, float]:
+            wins = 0
+            for other in alive:
+                rung = self.common_rung(model, other) if other != model else None
+                if rung is not None and self.frontier(model, rung)[0] < self.frontier(other, rung)[0]:  # type: ignore[index]
+                    wins += 1
+            farthest = max(r for trial in self.at[model].values() for r in trial)
+            return wins, farthest, -self.frontier(model, farthest)[0]  # type: ignore[index]
+
+        return max(alive, key=standing)
+
+    def update(self) -> None:
+        """Drop every family whose chance to win against the leader is below the threshold."""
+        if len(self.alive()) < 2:
+            return
+        leader = self.leader()
+        if leader is None:
+            return
+        for plan in self.alive():
+            if plan.model == leader or plan.model in self.exempt:
+                continue
+            evidence = self.compare(plan.model, leader)
+            if evidence is not None:
+                self.evidence[plan.model] = evidence
+            if evidence is not None and evidence.p_win < self.drop_below:
+                self._drop(plan, leader, evidence)
+
+    def _drop(self, plan: Raced, leader: str, evidence: Evidence) -> None:
+        of = self.rungs[-1]
+        reason = (
+            f"raced out at iteration {evidence.rung:,} of {of:,}: P(win) < {self.drop_below:g} against "
+            f"{leader} ({evidence.p_win:.3f}; its best {evidence.best:.4g} over {evidence.trials} trials, "
+            f"{leader}'s {evidence.leader_best:.4g} over {evidence.leader_trials})"
+        )
+        self.stopped[plan.model] = reason
+        plan.study.set_user_attr(
+            RACE_STOP_ATTR,
+            {
+                "cut": self.cuts,
+                "reason": reason,
+                "iteration": evidence.rung,
+                "of": of,
+                "p_win": evidence.p_win,
+                "against": leader,
+                "evidence": asdict(evidence),
+            },
+        )
+        self.cuts += 1
+        self._allot()
+
+    def _allot(self) -> None:
+        """A dropped family keeps what it has started; the rest of the sweep's trials are shared
+        by the families still in the race."""
+        for plan in self.plans:
+            if plan.model in self.stopped:
+                plan.budget = plan.done + plan.running
+        alive = self.alive()
+        left = self.total - sum(p.budget for p in self.plans if p.model in self.stopped)
+        share, extra = divmod(left, max(1, len(alive)))
+        for index, plan in enumerate(alive):
+            plan.budget = share + (index < extra)
+        for plan in self.plans:
+            plan.study.set_user_attr(SHARE_ATTR, plan.budget)
