@@ -44,7 +44,7 @@ def anytime_figure(
             if not sweeps:
                 continue
             lines = {
-                s: [timeline(Trace(**t), models, table.baselines[task]) for t in mine]
+                s: [timeline(Trace(**t), models, table.tasks[task]) for t in mine]
                 for s, mine in sweeps.items()
             }
             longest = max((line.total_hours for mine in lines.values() for line in mine), default=1.0)

@@ -1,4 +1,5 @@
-"""Learn the curves race's prior (`sweeper.run.search.curve_prior`) from recorded tables.
+"""Learn the curves race's prior (`sweeper.run.search.curve_prior`) and the verdict's fallback
+seed noise (`sweeper.results.odds`) from recorded tables.
 
 For each table and task: many random sweeps, each drawing `--budget` recorded runs per model
 (configuration and seed at random, as random search would); at each of the race's rungs and for
@@ -9,7 +10,11 @@ model's best after the whole budget beats the second's. A logistic fit to those 
 prior. The race states its odds with the shipped one, learned from every recorded task; the
 replay judges a task with one learned from the other tasks only (`learned`).
 
-    python -m benchmarks.blackbox.prior --out sweeper/run/search/curve_prior.json
+The seed noise is the spread of one run's best value between its seeds on the log scale, pooled
+over each (task, model)'s five best configurations.
+
+    python -m benchmarks.blackbox.prior --out sweeper/run/search/curve_prior.json \
+        --noise-out sweeper/results/seed_noise.json
 """
 
 from __future__ import annotations
@@ -126,6 +131,34 @@ def learned(
     )
 
 
+def seed_spread(
+    sources: list[tuple[str, tables.Table]], tasks: list[str] | None = None, top: int = 5
+) -> dict:
+    """One run's best value's spread between seeds relative to its mean (the median over each
+    (task, model)'s `top` best configurations with two seeds or more)."""
+    from benchmarks.blackbox.verdicts import run_bests
+
+    relative, used = [], []
+    for name, table in sources:
+        for task, models in table.curves.items():
+            if tasks is not None and task not in tasks:
+                continue
+            sign = table.sign(task)
+            for c in models.values():
+                bests = run_bests(c, table.tasks[task].mode)
+                counts = np.isfinite(bests).sum(axis=1)
+                means = np.nansum(np.where(np.isfinite(bests), bests, 0), axis=1) / np.maximum(counts, 1)
+                order = np.argsort(np.where(counts > 0, sign * means, np.inf))
+                for design in order[:top]:
+                    runs = bests[design][np.isfinite(bests[design])]
+                    if len(runs) >= 2 and np.mean(runs) != 0:
+                        relative.append(float(np.std(runs, ddof=1) / abs(np.mean(runs))))
+            used.append(f"{name}/{task}")
+    if not relative:
+        raise tables.TableMismatch("no configuration with two seeds to learn the seed noise from")
+    return {"relative": float(np.median(relative)), "configurations": len(relative), "tables": used}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,18 +168,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=24, help="trials per model in a drawn sweep")
     parser.add_argument("--sweeps", type=int, default=300, help="random sweeps drawn per task")
     parser.add_argument("--out", type=Path, help="write the prior here (JSON)")
+    parser.add_argument("--noise-out", type=Path, help="write the seed noise here (JSON)")
     args = parser.parse_args(argv)
     from benchmarks.blackbox.replay import load
 
     try:
-        prior = learned([(f.name, load(f, None)) for f in args.tables], args.tasks, args.budget, args.sweeps)
+        sources = [(f.name, load(f, None)) for f in args.tables]
+        prior = learned(sources, args.tasks, args.budget, args.sweeps)
+        noise = seed_spread(sources, args.tasks)
     except tables.TableMismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    text = json.dumps(prior.as_dict(), indent=1) + "\n"
-    print(text, end="")
-    if args.out is not None:
-        args.out.write_text(text)
+    for data, path in ((prior.as_dict(), args.out), (noise, args.noise_out)):
+        text = json.dumps(data, indent=1) + "\n"
+        print(text, end="")
+        if path is not None:
+            path.write_text(text)
     return 0
 
 

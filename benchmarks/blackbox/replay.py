@@ -246,7 +246,7 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
             if not sweeps:
                 continue
             lines = {
-                strategy: [timeline(Trace(**t), models, table.baselines[task]) for t in mine]
+                strategy: [timeline(Trace(**t), models, table.tasks[task]) for t in mine]
                 for strategy, mine in sweeps.items()
             }
             searcher = {s: sum(t["searcher_seconds"] for t in mine) / len(mine) for s, mine in sweeps.items()}

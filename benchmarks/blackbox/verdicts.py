@@ -2,15 +2,18 @@
 
 Ground truth. A configuration's objective is the mean over its complete recorded runs of each
 run's best validation value (the value a study records for a complete trial). A model's best is
-its best configuration's; the right winner is the model with the lowest. Models whose best lies
+its best configuration's; the right winner is the model with the best (the lowest, or the highest
+for a maximised objective such as an accuracy). Models whose best lies
 within two standard errors of that difference (2 σ √(1/n_w + 1/n_m), σ the seed spread pooled
 over every model's five best configurations, n the complete runs behind each best) are
 co-winners: naming any of them is right.
 
-A sweep names, at any moment, the model whose best complete trial is lowest, once every model
-has completed a trial or been stopped by a race and that best is below the task's memoryless
+A sweep names, at any moment, the model whose best complete trial is best, once every model
+has completed a trial or been stopped by a race and that best beats the task's memoryless
 baseline (the service's verdict says "no model learned more than the baseline" otherwise, and a
-researcher takes no winner from it); before that it names none (which is not right).
+researcher takes no winner from it); before that it names none (which is not right). A task
+without a memoryless baseline (parenthesis, shortest path) has no such bar: its sweep names its
+leader as soon as every model has completed a trial or been raced out.
 Its cost by then is its busy worker-hours. Per sweep:
 - the worker-hours from which its named winner is right and stays right to its end (inf if it
   ends naming another);
@@ -48,6 +51,7 @@ BOOTSTRAP = 2000
 class Truth:
     objective: dict[str, np.ndarray]  # per model, each configuration's seed-averaged objective
     best: dict[str, float]
+    sign: float  # +1 where lower is better, -1 where higher is
     winner: str
     co_winners: tuple[str, ...]  # the winner and the models within seed noise of it
     noise: float  # σ, the pooled seed spread of one run's best value
@@ -58,41 +62,49 @@ class Truth:
         return self.best[self.winner]
 
     def regret(self, model: str, design: int) -> float:
-        return float(self.objective[model][design]) - self.table_best
+        """How much worse the configuration is than the table's best (>= 0)."""
+        return self.sign * (float(self.objective[model][design]) - self.table_best)
 
 
-def run_bests(curves: tables.Curves) -> np.ndarray:
+def run_bests(curves: tables.Curves, mode: str = "min") -> np.ndarray:
     """[configuration, seed]: each complete run's best value, NaN for every other run."""
     complete = curves.status == tables.COMPLETE
+    sign = 1.0 if mode == "min" else -1.0
     with np.errstate(all="ignore"):
         best = np.where(
-            complete, np.nanmin(np.where(complete[..., None], curves.objective, np.inf), axis=2), np.nan
+            complete,
+            np.nanmin(np.where(complete[..., None], sign * curves.objective, np.inf), axis=2),
+            np.nan,
         )
-    return best
+    return sign * best
 
 
 def ground_truth(table: tables.Table, task: str) -> Truth:
     objective, variances, runs_behind = {}, [], {}
+    sign = table.sign(task)
     for model, curves in table.curves[task].items():
-        bests = run_bests(curves)
+        bests = run_bests(curves, table.tasks[task].mode)
         counts = (~np.isnan(bests)).sum(axis=1)
         objective[model] = np.where(counts > 0, np.nansum(bests, axis=1) / np.maximum(counts, 1), np.nan)
-        ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, objective[model]))
+        ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, sign * objective[model]))
         runs_behind[model] = int(counts[ranked[0]])
         for design in ranked[:TOP]:
             runs = bests[design][~np.isnan(bests[design])]
             if len(runs) >= 2:
                 variances.append(float(np.var(runs, ddof=1)))
-    best = {m: float(np.nanmin(v)) if np.isfinite(v).any() else math.inf for m, v in objective.items()}
-    winner = min(best, key=best.__getitem__)
+    best = {
+        m: sign * float(np.nanmin(sign * v)) if np.isfinite(v).any() else sign * math.inf
+        for m, v in objective.items()
+    }
+    winner = min(best, key=lambda m: sign * best[m])
     noise = math.sqrt(float(np.mean(variances))) if variances else 0.0
 
     def margin(model: str) -> float:  # two standard errors of the difference of two seed means
         runs = (max(runs_behind[winner], 1), max(runs_behind[model], 1))
         return 2 * noise * math.sqrt(1 / runs[0] + 1 / runs[1])
 
-    co = tuple(m for m in best if best[m] - best[winner] <= margin(m))
-    return Truth(objective, best, winner, co, noise, margin(winner))
+    co = tuple(m for m in best if sign * (best[m] - best[winner]) <= margin(m))
+    return Truth(objective, best, sign, winner, co, noise, margin(winner))
 
 
 @dataclass(frozen=True)
@@ -106,7 +118,8 @@ class Timeline:
     total_hours: float
 
 
-def timeline(trace: Trace, models: tuple[str, ...] | list[str], baseline: float) -> Timeline:
+def timeline(trace: Trace, models: tuple[str, ...] | list[str], task: tables.TaskInfo) -> Timeline:
+    """The sweep's answer after each trial's end and each race's drop (see the module's docstring)."""
     events = sorted(
         [(x["end"], "complete", x) for x in trace.trials if x["state"] == "COMPLETE"]
         + [(t, "race", {"model": m}) for t, m in trace.race_stops],
@@ -120,11 +133,14 @@ def timeline(trace: Trace, models: tuple[str, ...] | list[str], baseline: float)
     for t, kind, x in events:
         if kind == "race":
             out.add(x["model"])
-        elif x["value"] < best.get(x["model"], (math.inf, -1))[0]:
+        elif task.better(x["value"], best.get(x["model"], (math.nan, -1))[0]):
             best[x["model"]] = (x["value"], x["design"])
         answered = all(m in best or m in out for m in models) and best
-        leader = min(best, key=lambda m: best[m][0]) if answered else ""
-        leader = leader if leader and best[leader][0] < baseline else ""
+        leader = ""
+        for model in best if answered else ():
+            if not leader or task.better(best[model][0], best[leader][0]):
+                leader = model
+        leader = leader if leader and task.learned(best[leader][0]) else ""
         hours.append(float(np.clip(t - starts, 0.0, ends - starts).sum()) / 3600)
         named.append(leader)
         design.append(best[leader][1] if leader else -1)

@@ -23,6 +23,7 @@ from sweeper.cli.common import (
 from sweeper.spec.loading import stored_spec
 
 if TYPE_CHECKING:
+    from sweeper.results.odds import Odds
     from sweeper.store.database import Store, SweepRecord
 
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) -> None:
     """Per study of SWEEP (default: the latest), best first: trials by state and the best value,
     then the verdict, as the launch ends with it."""
+    from sweeper.results.odds import sweep_odds
     from sweeper.results.outputs import dumped, sweep_status
     from sweeper.results.summaries import recorded_baseline, study_summaries
     from sweeper.results.tables import status_table
@@ -42,14 +44,12 @@ def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) ->
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
     summaries = study_summaries(store, record)
+    odds = sweep_odds(store, record, stored_spec(record).resolved_objective().mode)
     if as_json:
-        click.echo(dumped(sweep_status(record, summaries, "status")))
+        click.echo(dumped(sweep_status(record, summaries, "status", odds=odds)))
         return
     print_tables(status_table(record, summaries, wide), wide)
-    for summary in summaries:
-        if summary.race_stopped:
-            click.echo(f"{summary.model}: {summary.race_stopped}")
-    print_verdict(verdict(record, summaries, recorded_baseline(store, record)))
+    print_verdict(verdict(record, summaries, recorded_baseline(store, record), odds))
 
 
 @click.command()
@@ -168,7 +168,16 @@ def report(
         no_figures = True  # a reproduction's runs are not an Optuna study's trials
     else:
         report = _comparison_report(store, record)
-    rendered = {**report.rendered, "json": report_json(record.name, report.title, report.rendered["json"])}
+    rendered = {
+        **report.rendered,
+        "json": report_json(
+            record.name,
+            report.title,
+            report.rendered["json"],
+            report.odds,
+            report.notes if report.odds else [],
+        ),
+    }
     if as_json or fmt == "json":
         click.echo(rendered["json"])
     elif fmt == "table":
@@ -211,19 +220,24 @@ class _Report:
     cells: list[list[str]]
     notes: list[str]
     best_row: int | None = None  # the winner's row, where the rows are ranked
+    odds: Odds | None = None  # a comparison's verdict odds
 
 
 def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     """A sweep beside the papers' numbers, its best model first."""
+    from sweeper.results.odds import sweep_odds
     from sweeper.results.paper_tables import COLUMNS, NARROW, compare, row_cells, to_csv, to_json, to_markdown
     from sweeper.results.summaries import format_params
 
     spec = stored_spec(record)
     title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
     rows = compare(store, record)
-    rendered = {"markdown": to_markdown(rows, title), "json": to_json(rows), "csv": to_csv(rows)}
+    odds = sweep_odds(store, record, spec.resolved_objective().mode)
+    said = [] if odds is None else odds.lines(record.name)
+    markdown = to_markdown(rows, title) + "".join(f"\n{line}\n" for line in said)
+    rendered = {"markdown": markdown, "json": to_json(rows), "csv": to_csv(rows)}
     best = 0 if rows and rows[0].ours is not None else None
-    return _Report(title, rendered, COLUMNS, NARROW, [row_cells(row) for row in rows], [], best)
+    return _Report(title, rendered, COLUMNS, NARROW, [row_cells(row) for row in rows], said, best, odds)
 
 
 def _reproduction_report(store: Store, record: SweepRecord) -> _Report:

@@ -166,6 +166,7 @@ def launch(
 def print_end(store: Store, end: Any) -> int:
     """How a sweep's run ended: its studies best first, the verdict and the next commands, and
     the exit code that goes with it (a sweep whose every trial failed is a failure)."""
+    from sweeper.results.odds import sweep_odds
     from sweeper.results.summaries import recorded_baseline, study_summaries
     from sweeper.results.tables import status_table
     from sweeper.results.verdict import all_failed, verdict
@@ -179,7 +180,8 @@ def print_end(store: Store, end: Any) -> int:
         record = store.get_sweep(end.sweep)
         summaries = study_summaries(store, record)
         print_tables(status_table(record, summaries))
-        print_verdict(verdict(record, summaries, recorded_baseline(store, record)))
+        odds = sweep_odds(store, record, stored_spec(record).resolved_objective().mode)
+        print_verdict(verdict(record, summaries, recorded_baseline(store, record), odds))
         failed = failed or all_failed(summaries)
     except DATABASE_ERRORS:
         click.echo(f"  (no status: the study database {redact(store.url)} is unreachable)")
@@ -238,10 +240,22 @@ def resume(
 @click.command()
 @click.argument("sweep", required=False)
 @click.option(
-    "--seeds", type=click.IntRange(1, 1000), default=3, show_default=True, help="Fresh seeds per study."
+    "--seeds",
+    type=click.IntRange(1, 1000),
+    default=3,
+    show_default=True,
+    help="Fresh seeds per study: the most, for the two leaders, until they are separated.",
 )
-@click.option("--task", help="Only the studies of this task.")
-@click.option("--model", help="Only the studies of this model.")
+@click.option(
+    "--level",
+    type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Stop once one leader is ahead with this probability.",
+)
+@click.option("--every", is_flag=True, help="Every study's best, each with all --seeds seeds.")
+@click.option("--task", help="Only the studies of this task (implies --every).")
+@click.option("--model", help="Only the studies of this model (implies --every).")
 @address_option
 @storage_option
 @results_option
@@ -249,6 +263,8 @@ def resume(
 def confirm(
     sweep: str | None,
     seeds: int,
+    level: float,
+    every: bool,
     task: str | None,
     model: str | None,
     address: str | None,
@@ -256,11 +272,12 @@ def confirm(
     results: str | None,
     verbose: bool,
 ) -> None:
-    """Retrain each study's best configuration of SWEEP (default: the latest) with fresh seeds,
-    unpruned, and report mean ± std."""
+    """Retrain the best configurations of SWEEP (default: the latest) with fresh seeds, unpruned,
+    and report mean ± std: the two leaders' one seed more at a time until one is ahead of the other
+    with probability --level (or --seeds each are spent), or with --every each study's, --seeds each."""
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
-    from sweeper.run.confirm import run_confirmation, select_studies
+    from sweeper.run.confirm import confirm_until_separated, run_confirmation, select_studies
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
@@ -272,7 +289,10 @@ def confirm(
         raise BadInput(f"no study of {record.name} matches --task/--model (studies: {known})")
     where = where_to_run(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
     try:
-        end, notes = run_confirmation(store, record, where, seeds=seeds, task=task, model=model)
+        if every or task or model:
+            end, notes = run_confirmation(store, record, where, seeds=seeds, task=task, model=model)
+        else:
+            end, notes = confirm_until_separated(store, record, where, cap=seeds, level=level)
     except (StoreError, MissingGPUs) as exc:
         raise refused(exc) from None
     for note in notes:

@@ -7,16 +7,19 @@ renamed. `python -m sweeper.results.outputs` prints the schemas that docs/json.m
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from sweeper.results.odds import Odds
 from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.credentials import redact
 from sweeper.store.database import SweepRecord
 
 VERSION = 1
+ODDS_VERSION = 2  # status, summarize and report: the verdict's odds added
 
 
 class Output(BaseModel):
@@ -70,12 +73,28 @@ class Study(Output):
     gpu_ids: list[str] = []  # the GPUs Ray gave its trials, as they saw them
 
 
+class VerdictOdds(Output):
+    """How likely the named winner is the true one (`p_winner`; each model's chance in `p_best`),
+    the models tied with it within seed noise (`co_winners`, the winner first), the noise (one
+    run's seed spread, in the objective's units) and where it was estimated from, and what each
+    model's value is (its best trial, or its confirmation runs' mean)."""
+
+    winner: str
+    p_winner: float
+    p_best: dict[str, float]
+    co_winners: list[str]
+    noise: float
+    noise_source: str
+    based_on: dict[str, str]
+
+
 class SweepStatus(Output):
     """`status` and `summarize`: the studies best first. `partial` is true when some model has no
-    complete trial; `missing` names them, and `winner` is then the best of the rest only."""
+    complete trial; `missing` names them, and `winner` is then the best of the rest only; `odds`
+    (version 2) states the verdict's odds."""
 
     kind: Literal["status", "summarize"]
-    version: Literal[1] = VERSION
+    version: Literal[2] = ODDS_VERSION
     sweep: str
     status: str
     objective: Objective
@@ -88,6 +107,7 @@ class SweepStatus(Output):
     spec_sha256: str | None = None  # of the resolved spec the sweep ran
     job_id: str | None = None  # its Ray job's submission id, when it was submitted to a cluster
     image: str | None = None  # the container image its driver ran in, on a cluster
+    odds: VerdictOdds | None = None
 
 
 class ListedSweep(Output):
@@ -162,14 +182,16 @@ class TaskCatalog(Output):
 
 class Report(Output):
     """`report`: the sweep beside the papers' tables; `rows` are the report's own rows (the
-    comparison's, or a reproduction's), `notes` a reproduction's readings."""
+    comparison's, or a reproduction's), `notes` a reproduction's readings or the verdict's odds in
+    words, `odds` (version 2) a comparison's verdict odds."""
 
     kind: Literal["report"] = "report"
-    version: Literal[1] = VERSION
+    version: Literal[2] = ODDS_VERSION
     sweep: str
     title: str
     rows: list[dict[str, Any]]
     notes: list[str] = []
+    odds: VerdictOdds | None = None
 
 
 SCHEMAS: dict[str, type[Output]] = {
@@ -191,6 +213,7 @@ def sweep_status(
     summaries: list[StudySummary],
     kind: Literal["status", "summarize"],
     importances: dict[str, dict[str, float] | str] | None = None,
+    odds: Odds | None = None,
 ) -> SweepStatus:
     spec = stored_spec(record)
     objective = spec.resolved_objective()
@@ -239,6 +262,7 @@ def sweep_status(
             for s in ranked
         ],
         importances=importances,
+        odds=None if odds is None else VerdictOdds(**odds.as_dict()),
     )
 
 
@@ -314,11 +338,15 @@ def task_output(entry: Any) -> Task:
     )
 
 
-def report_json(sweep: str, title: str, rendered: str) -> str:
-    """The report's JSON file and `--json`: a comparison's rows, or a reproduction's rows and notes."""
+def report_json(
+    sweep: str, title: str, rendered: str, odds: Odds | None = None, said: Sequence[str] = ()
+) -> str:
+    """The report's JSON file and `--json`: a comparison's rows (and its verdict's odds), or a
+    reproduction's rows and notes."""
     data = json.loads(rendered)
     rows, notes = (data["rows"], data["notes"]) if isinstance(data, dict) else (data, [])
-    return dumped(Report(sweep=sweep, title=title, rows=rows, notes=notes))
+    verdict = None if odds is None else VerdictOdds(**odds.as_dict())
+    return dumped(Report(sweep=sweep, title=title, rows=rows, notes=[*notes, *said], odds=verdict))
 
 
 if __name__ == "__main__":

@@ -155,8 +155,9 @@ def sorted_best_first(summaries: list[StudySummary], mode: str) -> list[StudySum
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:
-    """The models without a complete trial: a verdict can only rank the others."""
-    return [s.model for s in summaries if s.best_value is None]
+    """The models without a complete trial that no race dropped: a verdict can only rank the
+    others, and a model raced out is answered (it cannot win)."""
+    return [s.model for s in summaries if s.best_value is None and not s.race_stopped]
 
 
 def format_params(params: dict[str, Any], separator: str = ", ") -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sweeper.results.odds import Odds
 from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import SweepRecord
@@ -25,10 +26,13 @@ def all_failed(summaries: list[StudySummary]) -> bool:
     )
 
 
-def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float | None) -> list[str]:
-    """The winner and its margins, each model whose trials all failed with its most common
-    reason, and the commands that go on from here. A model without a complete trial (the budget
-    ran out first, or its trials failed) cannot be ranked: the verdict says it covers only the rest."""
+def verdict(
+    record: SweepRecord, summaries: list[StudySummary], baseline: float | None, odds: Odds | None = None
+) -> list[str]:
+    """The winner and its margins, with its odds (the chance it is the true winner, or the
+    models it ties with), each model whose trials all failed with its most common reason, and the
+    commands that go on from here. A model without a complete trial (the budget ran out first, or
+    its trials failed) cannot be ranked: the verdict says it covers only the rest."""
     objective = stored_spec(record).resolved_objective()
     scored = [s for s in sorted_best_first(summaries, objective.mode) if s.best_value is not None]
     missing = missing_models(summaries)
@@ -50,6 +54,9 @@ def verdict(record: SweepRecord, summaries: list[StudySummary], baseline: float 
             if not _beats(winner.best_value, baseline, objective.mode):
                 line += ": no model learned more than the baseline"
         lines.append(line)
+        if odds is not None:
+            lines += odds.lines(record.name)
+    lines += [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
     if missing:
         lines.append(
             f"partial: no complete trial for {', '.join(missing)}"

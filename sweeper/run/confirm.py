@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,11 @@ from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
 from sqlalchemy import select
 
+from sweeper.results.odds import confirmed_odds
 from sweeper.results.retrained import confirmed, test_metric
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
+from sweeper.run.tracking.answer import log_odds
 from sweeper.run.tracking.tracker import Tracker, open_tracker
 from sweeper.run.tune.progress import ProgressDisplay
 from sweeper.run.tune.runtime import RunEnd, drive, results_dir, start_ray
@@ -242,6 +245,59 @@ def run_confirmation(
     return end, notes
 
 
+def leaders(store: Store, record: SweepRecord, mode: str) -> list[StudyRecord]:
+    """The two studies with the best complete trials (fewer where fewer have one)."""
+    scored = []
+    for study_record in record.studies:
+        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        if best is not None:
+            scored.append((best.value if mode == "min" else -best.value, study_record))  # type: ignore[operator]
+    return [s for _, s in sorted(scored, key=lambda pair: pair[0])[:2]]
+
+
+def confirm_until_separated(
+    store: Store,
+    record: SweepRecord,
+    where: Where | None,
+    *,
+    cap: int,
+    level: float,
+    run: Callable[[Store, SweepRecord, Any, list[Job], str], RunEnd] | None = None,
+) -> tuple[RunEnd, list[str]]:
+    """Fresh seeds for the two leaders, one more each per round (two to start), until one is ahead
+    of the other with probability `level` or each has run `cap`: a clear case costs few seeds. Says
+    the probability it reached. `run` trains a round's jobs (`run_jobs`: Ray trials)."""
+    run = run or run_jobs
+    spec = stored_spec(record)
+    mode = spec.resolved_objective().mode
+    pair = leaders(store, record, mode)
+    if len(pair) < 2:
+        return RunEnd(record.name, SweepStatus.FINISHED, None), [
+            "fewer than two models have a complete trial: nothing to separate"
+        ]
+    names = [s.model for s in pair]
+    seeds, notes, end = min(2, cap), [], RunEnd(record.name, SweepStatus.FINISHED, None)
+    while True:
+        jobs, notes = plan_confirmations(store, record, spec, seeds, pair)
+        if jobs:
+            end = run(store, record, where, jobs, f"{record.name} confirmation ({seeds} seeds)")
+            if end.status != SweepStatus.FINISHED:
+                return end, notes
+        odds = confirmed_odds(store, record, names, mode)
+        if odds is None:  # a leader's every confirmation failed
+            return end, [*notes, f"{' or '.join(names)} has no complete confirmation run: nothing to compare"]
+        if odds.p_winner >= level or seeds >= cap:
+            break
+        seeds += 1
+    other = next(m for m in names if m != odds.winner)
+    reached = "separated" if odds.p_winner >= level else f"not separated at {level:.0%} within {cap} seeds"
+    notes.append(
+        f"{odds.winner} ahead of {other} with probability {odds.p_winner:.3f} after {seeds} fresh seeds each "
+        f"({reached}; seed noise {odds.noise.sigma:.3g} from {odds.noise.source})"
+    )
+    return end, notes
+
+
 def run_jobs(store: Store, record: SweepRecord, where: Where, jobs: list[Job], label: str) -> RunEnd:
     """Run registered confirmation jobs as Ray trials, unpruned, recorded in the registry and in
     MLflow under their study's parent run: `confirm` and `reproduce` both run this way."""
@@ -266,6 +322,7 @@ def run_jobs(store: Store, record: SweepRecord, where: Where, jobs: list[Job], l
     )
     if tracker is not None:
         _summarize_confirmations(tracker, store, record)
+        log_odds(tracker, store, record)
     return RunEnd(record.name, status, message)
 
 

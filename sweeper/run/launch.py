@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text, study_budget
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
+from sweeper.run.tracking.answer import catch_up_mlflow, write_answer
 from sweeper.run.tracking.tracker import Tracker, open_tracker
 from sweeper.run.tune.progress import ProgressDisplay
 from sweeper.run.tune.runtime import (
@@ -45,16 +45,13 @@ from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.space import searched_names
 from sweeper.spec.sweep import SweepSpec
-from sweeper.store.credentials import redact, scrub
+from sweeper.store.credentials import redact
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
-from sweeper.store.locations import DEFAULT_HOME, resolve_tracking_uri
+from sweeper.store.locations import DEFAULT_HOME
 from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import (
     PAPER_POINT_ATTR,
-    RACE_STOP_ATTR,
     SAMPLER_ATTR,
-    best_trial,
-    parameter_count,
 )
 
 IMAGE_VARIABLE = "SWEEPER_IMAGE"  # the container image a cluster's driver runs in (deploy/)
@@ -339,12 +336,7 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
             message=message,
         )
         if tracker is not None:
-            _summarize_parents(tracker, plans)
-            if record.mlflow_experiment_id:
-                try:
-                    _log_comparison(tracker, store, record)
-                except Exception as exc:  # the figure is a view; the sweep and its runs are done
-                    log.warning("could not log the comparison of %s to MLflow: %s", record.name, exc)
+            write_answer(tracker, store, record, plans)
             if tracker.missed or record.mlflow_experiment_id is None:
                 catch_up_mlflow(store, record, "MLflow was unavailable during the sweep")
             elif driver_died:
@@ -354,51 +346,3 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
     except DATABASE_ERRORS as exc:  # its trials are safe; resume reconciles the rest
         log.error("could not record how sweep %s ended: %s", record.name, exc)
     return RunEnd(record.name, status, message)
-
-
-def catch_up_mlflow(store: Store, record: SweepRecord, why: str) -> None:
-    """Back-fill MLflow from the studies once (after an outage or a dead driver); say so if it fails."""
-    from sweeper.run.tracking.sync import sync_mlflow
-
-    try:
-        counts = sync_mlflow(
-            store, store.get_sweep(record.name), Tracker(resolve_tracking_uri(record.tracking_uri))
-        )
-        log.warning("%s; back-filled %d runs from the studies", why, counts.created)
-    except Exception as exc:  # a catch-up that fails leaves the sweep intact and says what to run
-        log.warning(
-            "MLflow is still incomplete (%s); run `sweeper sync-mlflow %s` once it is back",
-            scrub(str(exc), resolve_tracking_uri(record.tracking_uri or "")),
-            record.name,
-        )
-
-
-def _log_comparison(tracker: Tracker, store: Store, record: SweepRecord) -> None:
-    """The sweep's answer on its `report` run, one click from the runs table: every model's best
-    learning curve with the baseline in one figure, and the models ranked best first."""
-    from sweeper.results.figures import learning_curves
-    from sweeper.results.summaries import render_markdown, sorted_best_first, study_summaries
-
-    objective = stored_spec(record).resolved_objective()
-    summaries = sorted_best_first(study_summaries(store, record), objective.mode)
-    with tempfile.TemporaryDirectory() as folder:
-        curves, ranking = Path(folder) / "learning-curves.png", Path(folder) / "ranking.md"
-        learning_curves(store, record, tracker.client).savefig(curves, dpi=100)
-        ranking.write_text(render_markdown(record, objective.metric, objective.mode, summaries))
-        tracker.log_report(record.mlflow_experiment_id, [curves, ranking])
-
-
-def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:
-    for plan in plans:
-        if plan.parent_run_id is None:
-            continue
-        best = best_trial(plan.study)
-        tracker.summarize_parent(
-            plan.parent_run_id,
-            best.value if best else None,
-            best.params if best else {},
-            parameter_count(best) if best else None,
-            plan.study.user_attrs.get(RACE_STOP_ATTR),
-        )
-        ended = [t.datetime_complete for t in plan.study.get_trials(deepcopy=False) if t.datetime_complete]
-        tracker.end_parent(plan.parent_run_id, end_time=int(max(ended).timestamp() * 1000) if ended else None)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from sweeper.spec.sections import Budget, Reproduces, Resources, Sampler, Scheduler
 from sweeper.spec.values import (
     FRACTION_SUFFIX,
     SEARCHED,
@@ -27,7 +28,6 @@ from sweeper.spec.values import (
     Strict,
     check_param,
     is_fixed,
-    parse_duration,
     pydantic_message,
 )
 from sweeper.store.credentials import has_password
@@ -44,106 +44,6 @@ class TaskRef(Strict):
 class Objective(Strict):
     metric: str
     mode: Literal["min", "max"]
-
-
-class Named(Strict):
-    """A section that may be written as just its name (`sampler: random`)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
-
-
-class Sampler(Named):
-    """tpe (multivariate, grouped), gp (Gaussian process), random or cmaes; papers' points first."""
-
-    name: Literal["tpe", "gp", "random", "cmaes"] = "tpe"
-    seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
-    paper_points: bool = Field(True, description="start from the papers' published configurations")
-    startup_trials: int | None = Field(
-        None, ge=0, le=1_000_000, description="random trials before TPE or GP; default budget / 3, 3 to 10"
-    )
-
-
-class Scheduler(Named):
-    """Early stopping: Ray Tune's ASHA, Optuna's median or Hyperband pruner, or none."""
-
-    name: Literal["asha", "median", "hyperband", "none"] = "asha"
-    grace_period: int | None = Field(None, ge=1, description="steps before a trial may be stopped")
-    reduction_factor: float = Field(3.0, gt=1)
-
-
-class Budget(Strict):
-    trials: int = Field(20, ge=1, le=1_000_000, description="trials per (task, model) study")
-    iterations: int | None = Field(
-        None, ge=1, le=10**12, description="training steps per study, summed over its trials"
-    )
-    time: float | None = Field(None, description="wall-clock budget of the whole sweep, e.g. 2h")
-    trial_time: float | None = Field(None, description="a trial running longer fails, e.g. 20m")
-    study_time: float | None = Field(None, description="training time per study, summed over its trials")
-    max_concurrent: int | None = Field(None, ge=1, le=100_000)
-    retries: int = Field(
-        2, ge=0, le=100, description="restarts of a trial whose worker died, from its checkpoint"
-    )
-    allocate: Literal["equal", "race", "curves"] = Field(
-        "equal",
-        description="race: successive halving across models on complete trials; curves: a model "
-        "dropped on its partial curves once its chance to win falls below drop_below",
-    )
-    race_rung: int | None = Field(None, ge=1, le=1_000_000, description="first rung's trials per model")
-    drop_below: float = Field(
-        0.03, gt=0, lt=0.5, description="curves: drop a model whose stated chance to win falls below this"
-    )
-    race_exempt: list[str] = Field(
-        default_factory=list, description="models never raced out: the user must see them complete"
-    )
-
-    @field_validator("time", "trial_time", "study_time", mode="before")
-    @classmethod
-    def _duration(cls, value: Any) -> float | None:
-        return None if value is None else parse_duration(value)
-
-
-class ModelResources(Strict):
-    """One model's exceptions to the sweep's resources; what it leaves out it shares."""
-
-    cpus: float | None = Field(None, gt=0, le=1024)
-    gpus: float | None = Field(None, ge=0, le=64)
-    memory_gb: float | None = Field(None, gt=0, le=4096)
-
-
-class Resources(Strict):
-    """What one trial reserves; `per_model` for models that need more (EURNN at 512 units) or less
-    (several small GRU trials share one GPU)."""
-
-    cpus: float = Field(1.0, gt=0, le=1024)
-    gpus: float = Field(0.0, ge=0, le=64, description="a fraction packs several trials per GPU")
-    memory_gb: float | None = Field(None, gt=0, le=4096, description="memory Ray reserves per trial")
-    per_model: dict[str, ModelResources] = Field(default_factory=dict)
-
-    def for_model(self, model: str) -> dict[str, float]:
-        own = self.per_model.get(model, ModelResources())
-        reserved = {
-            "cpu": self.cpus if own.cpus is None else own.cpus,
-            "gpu": self.gpus if own.gpus is None else own.gpus,
-        }
-        memory_gb = self.memory_gb if own.memory_gb is None else own.memory_gb
-        if memory_gb is not None:
-            reserved["memory"] = memory_gb * 2**30
-        return reserved
-
-
-class Reproduces(Strict):
-    """The published table a `sweeper reproduce` sweep runs (its rows are confirmation runs)."""
-
-    paper: str
-    table: str
-    seeds: int = Field(ge=1, le=1000)
-    rows: dict[int, int] = Field(
-        default_factory=dict,
-        description="the table's rows this sweep runs, each mapped to the row whose runs it reads",
-    )
 
 
 class SweepSpec(Strict):

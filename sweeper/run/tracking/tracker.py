@@ -41,6 +41,8 @@ def answer_view(ascending: bool, searched: Sequence[str] = ()) -> dict[str, Any]
         "orderByAsc": ascending,
         "selectedColumns": [
             "metrics.`best_objective`",
+            "metrics.`p_best`",
+            "tags.`sweeper.verdict`",
             "metrics.`parameters`",
             "tags.`model`",
             *(f"tags.`best.{name}`" for name in searched),
@@ -207,6 +209,10 @@ class Tracker:
         status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state, "FAILED")
         self.call("set_terminated", self.client.set_terminated, run_id, status)
 
+    def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
+        for key, value in tags.items():
+            self.call("set_tag", self.client.set_tag, run_id, key, value)
+
     def log_parent_metrics(self, run_id: str, metrics: Mapping[str, float]) -> None:
         for key, value in metrics.items():
             self.call("log_metric", self.client.log_metric, run_id, key, value)
@@ -222,8 +228,7 @@ class Tracker:
         """The study's answer on its parent run: the best objective and the best trial's network
         size as metrics (columns the run table can sort), its hyperparameters as tags, and where a
         race dropped the model, when, why and with what odds."""
-        for key, value in race_tags(race_stop).items():
-            self.call("set_tag", self.client.set_tag, run_id, key, value)
+        self.set_tags(run_id, race_tags(race_stop))
         if best_value is not None:
             self.call("log_metric", self.client.log_metric, run_id, "best_objective", best_value)
         if parameters is not None:

@@ -95,7 +95,7 @@ def test_random_and_the_default_keep_every_worker_busy_until_their_first_answer(
     """What the busy floor of the verdicts assumes of them: W trials run from the start until
     every model has completed one, so the first answer costs W times its moment."""
     trace = Replay(table, "copying", strategy, seed=2, workers=4, trials=CONFIGS).run()
-    line = timeline(trace, tuple(table.curves["copying"]), table.baselines["copying"])
+    line = timeline(trace, tuple(table.curves["copying"]), table.tasks["copying"])
     ends = sorted(t["end"] for t in trace.trials if t["state"] == "COMPLETE")
     moment = ends[next(i for i, named in enumerate(line.named) if named)]
     assert first_named(line) * 3600 == pytest.approx(4 * moment)
@@ -107,7 +107,7 @@ def test_a_race_names_a_clearly_better_model_within_the_budget(table: tables.Tab
     trace = Replay(table, "copying", "+race", seed=0, workers=4, trials=trials).run()
     assert len(trace.trials) <= trials * 4
     assert {m for _, m in trace.race_stops} == {"gru", "goru", "ncgru"}
-    line = timeline(trace, tuple(table.curves["copying"]), table.baselines["copying"])
+    line = timeline(trace, tuple(table.curves["copying"]), table.tasks["copying"])
     assert line.named[-1] == ground_truth(table, "copying").winner == "scornn"
 
 

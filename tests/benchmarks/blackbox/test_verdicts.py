@@ -44,7 +44,11 @@ def test_the_right_winner_and_the_models_within_seed_noise_of_it(tmp_path: Path)
 
 def _truth() -> Truth:
     objective = {"a": np.array([0.1, 0.3]), "b": np.array([0.2, 0.5])}
-    return Truth(objective, {"a": 0.1, "b": 0.2}, "a", ("a",), 0.01, 0.03)
+    return Truth(objective, {"a": 0.1, "b": 0.2}, 1.0, "a", ("a",), 0.01, 0.03)
+
+
+def _task(baseline: float | None, mode: str = "min") -> tables.TaskInfo:
+    return tables.TaskInfo({}, "valid_loss", mode, baseline)
 
 
 def test_a_sweep_is_right_for_good_from_its_last_switch_to_a_right_winner() -> None:
@@ -55,10 +59,14 @@ def test_a_sweep_is_right_for_good_from_its_last_switch_to_a_right_winner() -> N
         {"model": "a", "design": 0, "start": 7200, "end": 10800, "state": "COMPLETE", "value": 0.1},
         {"model": "b", "design": 1, "start": 10800, "end": 14400, "state": "PRUNED", "value": None},
     ]
-    line = timeline(trace, ("a", "b"), baseline=0.5)
+    line = timeline(trace, ("a", "b"), _task(0.5))
     assert line.named == ["", "b", "a"] and list(line.hours) == [1.0, 2.0, 3.0] and line.total_hours == 4.0
     # a leader no better than the memoryless baseline is no answer: nothing learned yet
-    assert timeline(trace, ("a", "b"), baseline=0.15).named == ["", "", "a"]
+    assert timeline(trace, ("a", "b"), _task(0.15)).named == ["", "", "a"]
+    # a task without a baseline: the leader is named once every model has completed a trial
+    assert timeline(trace, ("a", "b"), _task(None)).named == ["", "b", "a"]
+    # a maximised objective (an accuracy): the highest leads, and must beat its baseline
+    assert timeline(trace, ("a", "b"), _task(0.15, "max")).named == ["", "a", "a"]
     assert right_for_good(line, _truth()) == 3.0
     assert answer_at(line, 2.5) == ("b", 0) and answer_at(line, 0.5) == ("", -1)
     assert answer_at(line, 10.0) == ("a", 0)  # a sweep that ended keeps its last answer

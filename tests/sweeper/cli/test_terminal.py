@@ -96,7 +96,10 @@ def test_status_is_best_first_with_the_winner_marked_and_full_detail_under_wide(
 def test_json_validates_against_its_documented_schema(storage: str, command: str, tmp_path: Path) -> None:
     args = {"report": ["report", "--no-figures", "--out", str(tmp_path)]}.get(command, [command])
     output = SCHEMAS[command].model_validate_json(invoke(storage, *args, "--json"))
-    assert output.version == 1
+    assert output.version == (2 if command in ("status", "summarize", "report") else 1)  # 2: the odds
+    if command == "status":
+        assert output.odds.winner == "gru" and set(output.odds.p_best) == {"gru", "lstm"}
+        assert output.odds.based_on == {"gru": "its best trial", "lstm": "its best trial"}
     if command in ("status", "summarize"):
         assert output.sweep == "busy-1" and output.winner == "gru"
         assert [s.model for s in output.studies] == ["gru", "lstm", "goru"]
@@ -104,6 +107,7 @@ def test_json_validates_against_its_documented_schema(storage: str, command: str
         assert output.studies[0].best == 0.1 and output.studies[0].best_params["lr"] == 0.002
     if command == "report":
         assert {row["model"] for row in output.rows} == set(VALUES)
+        assert output.odds.winner == "gru" and output.notes[0].startswith("P(gru is the true winner)")
 
 
 def test_the_json_schemas_in_the_docs_are_current() -> None:

@@ -1,19 +1,29 @@
-"""Confirmation runs: fresh distinct seeds, unpruned, statistics recomputed from what was stored."""
+"""Confirmation runs: fresh distinct seeds, unpruned, statistics recomputed from what was stored;
+by default the two leaders' seeds one more at a time until they are separated, few for a clear
+case and up to the cap for a close one."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 
+import optuna
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 from sqlalchemy import select
 
+from sweeper.results.odds import sweep_odds
 from sweeper.results.retrained import mean_std
-from sweeper.run.confirm import confirm_seed
+from sweeper.run.confirm import confirm_seed, confirm_until_separated
+from sweeper.run.launch import create_sweep
+from sweeper.run.tune.runtime import RunEnd
+from sweeper.spec.loading import parse_spec
 from sweeper.store.database import ConfirmationRecord, Store, StudyRecord
+from sweeper.store.states import ConfirmationStatus, SweepStatus
 from sweeper.store.trial_record import trial_seed
-from tests.helpers import run_cli
+from tests.helpers import run_cli, tiny_spec
 
 
 def test_mean_std_uses_the_sample_deviation_and_claims_no_spread_from_one_run():
@@ -47,7 +57,7 @@ def rows(storage: str, sweep: str) -> dict[str, list[ConfirmationRecord]]:
 
 @pytest.mark.slow
 def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep):
-    args = ["confirm", finished_sweep.name, "--storage", finished_sweep.storage, "--seeds", "2"]
+    args = ["confirm", finished_sweep.name, "--storage", finished_sweep.storage, "--every", "--seeds", "2"]
     result = run_cli(args, finished_sweep.cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     first = rows(finished_sweep.storage, finished_sweep.name)
@@ -126,3 +136,70 @@ def test_a_lost_database_stops_confirmations_as_interrupted_and_keeps_them_to_ru
     assert "t2" in searcher._live  # its end is not written: kept for abandon_running
     searcher.abandon_running(searcher.stop_reason)
     assert not searcher._live
+
+
+def _two_model_sweep(tmp_path: Path, values: dict[str, list[float]]) -> tuple[Store, object]:
+    store = Store(f"sqlite:///{tmp_path / 'sweeper.db'}")
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="pair")), "pair.yaml")
+    record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        for value in values[study_record.model]:
+            study.add_trial(optuna.trial.create_trial(value=value, params={}, distributions={}))
+    return store, store.get_sweep(record.name)
+
+
+def _trainer(values: dict[str, list[float]], seen: list[int]):
+    """Confirmation runs that end at each model's values in turn (one per seed), counting the
+    jobs of each round."""
+    taken = {model: 0 for model in values}
+
+    def run(store, record, where, jobs, label) -> RunEnd:
+        seen.append(len(jobs))
+        with store.session() as session:
+            for job in jobs:
+                row = session.get(ConfirmationRecord, job.confirmation_id)
+                mine = values[job.study.model]
+                row.objective = mine[taken[job.study.model] % len(mine)]
+                row.status, row.metrics_json = ConfirmationStatus.COMPLETE, "{}"
+                taken[job.study.model] += 1
+        return RunEnd(record.name, SweepStatus.FINISHED, None)
+
+    return run
+
+
+def test_confirm_stops_after_two_seeds_on_a_clear_case_and_goes_to_its_cap_on_a_close_one(
+    tmp_path: Path,
+) -> None:
+    store, record = _two_model_sweep(tmp_path / "clear", {"gru": [0.2, 0.4], "lstm": [0.3]})
+    rounds: list[int] = []
+    end, notes = confirm_until_separated(
+        store,
+        record,
+        None,
+        cap=6,
+        level=0.95,
+        run=_trainer({"gru": [0.199, 0.201], "lstm": [0.299, 0.301]}, rounds),
+    )
+    assert end.status == SweepStatus.FINISHED and rounds == [4]  # two fresh seeds each, then separated
+    assert notes[-1].startswith(
+        "gru ahead of lstm with probability 1.000 after 2 fresh seeds each (separated"
+    )
+    odds_now = sweep_odds(store, record, "min")
+    assert (
+        odds_now.estimates["gru"].source == "2 confirmation runs"
+        and "repeated seeds" in odds_now.noise.source
+    )
+
+    store, record = _two_model_sweep(tmp_path / "close", {"gru": [0.25], "lstm": [0.251]})
+    rounds = []
+    end, notes = confirm_until_separated(
+        store,
+        record,
+        None,
+        cap=6,
+        level=0.95,
+        run=_trainer({"gru": [0.22, 0.28], "lstm": [0.28, 0.22]}, rounds),
+    )
+    assert rounds == [4, 2, 2, 2, 2]  # one more seed each per round, up to six each
+    assert "after 6 fresh seeds each (not separated at 95% within 6 seeds" in notes[-1]

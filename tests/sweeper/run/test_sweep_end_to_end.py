@@ -159,6 +159,14 @@ def test_a_family_raced_out_on_its_curve_shows_in_status_json_and_mlflow(shared_
     assert tags["sweeper.raced_out"].startswith(said)
     assert tags["sweeper.raced_out.iteration"] == "100" and tags["sweeper.raced_out.against"] == "scornn"
     assert float(tags["sweeper.raced_out.p_win"]) < 0.03
+    # the verdict states its odds: scoRNN alone, against the only other model, dropped far behind
+    assert "P(scornn is the true winner) = 1.00" in status.stdout and data["odds"]["winner"] == "scornn"
+    (winner,) = client.search_runs(
+        [experiment.experiment_id], "tags.`sweeper.role` = 'study' and tags.model = 'scornn'"
+    )
+    assert winner.data.metrics["p_best"] == 1.0 and winner.data.tags["sweeper.verdict"].startswith(
+        "winner, P 1.00"
+    )
 
 
 def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_trials(tmp_path):

@@ -1,0 +1,209 @@
+"""The odds of a sweep's verdict: how likely the named winner is the true one, and which models
+tie with it within the noise the sweep can estimate.
+
+Each model stands for its best configuration: the value of its best trial (one seed, and a
+sweep's best is biased low: the winner's curse), or the mean of its confirmation runs on fresh
+seeds once `sweeper confirm` has run. One run's value scatters with its seed by a spread σ in the
+objective's units, estimated from, in this order:
+- repeated seeds: the confirmation runs of any model (each model's runs about their mean);
+- near-identical configurations: pairs of the sweep's complete trials of one model whose every
+  searched value lies within 5% of its range (and whose choices agree), which differ by little
+  but their seed;
+- the recorded tables' repeated seeds (`seed_noise.json`, learned with the curve prior: the
+  median spread relative to the value), times the winner's value, where the sweep has neither.
+A model's true value is then its estimate scattered by σ/√runs; the chance that the named winner
+is the best is the share of draws where it is lowest, and the models within two standard errors
+of the difference from it are co-winners (the rule the search benchmark's truth uses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from sweeper.results.retrained import confirmed
+from sweeper.store.database import Store, SweepRecord
+
+SEED_NOISE = Path(__file__).with_name("seed_noise.json")
+NEAR = 0.05  # of each searched range: configurations this close differ by little but their seed
+DRAWS = 20_000
+TINY = 1e-12
+
+
+def signed(value: float, mode: str) -> float:
+    """The value where lower is better."""
+    return value if mode == "min" else -value
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    runs: int
+    source: str  # "its best trial" or "k confirmation runs"
+
+
+@dataclass(frozen=True)
+class Noise:
+    sigma: float  # one run's seed spread, in the objective's units
+    source: str
+    samples: int = 0
+
+
+@dataclass(frozen=True)
+class Odds:
+    winner: str
+    p_winner: float
+    p_best: dict[str, float]
+    co_winners: list[str]  # the winner first, then the models tied with it
+    noise: Noise
+    estimates: dict[str, Estimate] = field(default_factory=dict)
+
+    @property
+    def tie(self) -> bool:
+        return len(self.co_winners) > 1
+
+    def lines(self, sweep: str, seeds: int = 5) -> list[str]:
+        noise = f"seed noise {self.noise.sigma:.3g}, from {self.noise.source}"
+        if not self.tie:
+            return [f"P({self.winner} is the true winner) = {self.p_winner:.2f} ({noise})"]
+        names = " and ".join([", ".join(self.co_winners[:-1]), self.co_winners[-1]])
+        return [
+            f"{names} tie within seed noise ({self.winner} ahead in {100 * self.p_winner:.0f}%; {noise}): "
+            f"`sweeper confirm {sweep} --seeds {seeds}` separates them"
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "winner": self.winner,
+            "p_winner": self.p_winner,
+            "p_best": self.p_best,
+            "co_winners": self.co_winners,
+            "noise": self.noise.sigma,
+            "noise_source": self.noise.source,
+            "based_on": {m: e.source for m, e in self.estimates.items()},
+        }
+
+
+def shipped_noise(value: float) -> Noise:
+    """The recorded tables' relative seed spread, at `value`."""
+    data = json.loads(SEED_NOISE.read_text())
+    return Noise(
+        float(data["relative"]) * max(abs(value), TINY),
+        f"the recorded tables' repeated seeds ({', '.join(data['tables'])}), none of this sweep's",
+    )
+
+
+def seed_noise(repeated: list[list[float]], near_pairs: list[float], winner_value: float) -> Noise:
+    """σ from repeated seeds (values per configuration), else from near-identical pairs (their
+    differences), else the recorded tables' at the winner's value."""
+    groups = [g for g in repeated if len(g) > 1]
+    dof = sum(len(g) - 1 for g in groups)
+    if dof >= 2:
+        squares = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in groups)
+        return Noise(
+            math.sqrt(squares / dof), f"repeated seeds ({sum(map(len, groups))} confirmation runs)", dof
+        )
+    if len(near_pairs) >= 3:
+        return Noise(
+            math.sqrt(float(np.mean(np.square(near_pairs))) / 2),
+            f"near-identical configurations ({len(near_pairs)} pairs)",
+            len(near_pairs),
+        )
+    return shipped_noise(winner_value)
+
+
+def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0) -> Odds | None:
+    """The odds over the models with an estimate; None with fewer than one."""
+    if not estimates:
+        return None
+    models = list(estimates)
+    centre = np.array([signed(estimates[m].value, mode) for m in models])
+    spread = np.array([noise.sigma / math.sqrt(estimates[m].runs) for m in models])
+    draws = centre + spread * np.random.default_rng(seed).standard_normal((DRAWS, len(models)))
+    wins = np.bincount(np.argmin(draws, axis=1), minlength=len(models)) / DRAWS
+    p_best = {m: float(w) for m, w in zip(models, wins, strict=True)}
+    winner = models[int(np.argmin(centre))]
+    w = models.index(winner)
+
+    def within(k: int) -> bool:
+        runs = 1 / estimates[winner].runs + 1 / estimates[models[k]].runs
+        return centre[k] - centre[w] <= 2 * noise.sigma * math.sqrt(runs)
+
+    tied = sorted(
+        (m for k, m in enumerate(models) if k != w and within(k)), key=lambda m: centre[models.index(m)]
+    )
+    co = [winner, *tied]
+    return Odds(winner, p_best[winner], p_best, co, noise, estimates)
+
+
+def near_identical(trials: list[FrozenTrial], mode: str) -> list[float]:
+    """The differences of the complete trials' pairs that differ by little but their seed."""
+    done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+    out = []
+    for i, a in enumerate(done):
+        for b in done[i + 1 :]:
+            if _close(a, b):
+                out.append(float(a.value) - float(b.value))  # type: ignore[arg-type]
+    return out
+
+
+def _close(a: FrozenTrial, b: FrozenTrial) -> bool:
+    if set(a.params) != set(b.params):
+        return False
+    for name, d in a.distributions.items():
+        if isinstance(d, CategoricalDistribution):
+            if a.params[name] != b.params[name]:
+                return False
+            continue
+        low, high, x, y = float(d.low), float(d.high), float(a.params[name]), float(b.params[name])
+        if getattr(d, "log", False):
+            low, high, x, y = (math.log(v) for v in (low, high, x, y))
+        if high > low and abs(x - y) > NEAR * (high - low):
+            return False
+    return True
+
+
+def sweep_odds(store: Store, record: SweepRecord, mode: str) -> Odds | None:
+    """The odds of a stored sweep's verdict (see the module's docstring)."""
+    confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
+    estimates: dict[str, Estimate] = {}
+    pairs: list[float] = []
+    for study_record in record.studies:
+        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        pairs += near_identical(trials, mode)
+        model = study_record.model
+        if model in confirmations:
+            runs = confirmations[model].objectives
+            estimates[model] = Estimate(float(np.mean(runs)), len(runs), f"{len(runs)} confirmation runs")
+        elif trials:
+            best = min(t.value for t in trials) if mode == "min" else max(t.value for t in trials)  # type: ignore[type-var]
+            estimates[model] = Estimate(float(best), 1, "its best trial")  # type: ignore[arg-type]
+    if not estimates:
+        return None
+    repeated = [list(c.objectives) for c in confirmations.values()]
+    winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
+    return odds(estimates, seed_noise(repeated, pairs, winner.value), mode)
+
+
+def confirmed_odds(store: Store, record: SweepRecord, models: list[str], mode: str) -> Odds | None:
+    """The odds between `models` on their confirmation runs alone (fresh seeds: no winner's
+    curse), the noise from those runs' repeated seeds; None until each has one."""
+    runs = {
+        c.model: list(c.objectives) for c in confirmed(store, record) if c.model in models and c.objectives
+    }
+    if set(runs) != set(models):
+        return None
+    estimates = {
+        m: Estimate(float(np.mean(v)), len(v), f"{len(v)} confirmation runs") for m, v in runs.items()
+    }
+    winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
+    return odds(estimates, seed_noise(list(runs.values()), [], winner.value), mode)
