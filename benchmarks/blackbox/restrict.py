@@ -105,13 +105,24 @@ class RecordedSampler(optuna.samplers.BaseSampler):
 
 
 class SnappingSampler(optuna.samplers.BaseSampler):
-    """TPE or GP with each proposal replaced by the nearest recorded Sobol configuration; on the
-    parameters it proposes jointly, the rest then come from its own independent draws."""
+    """TPE or GP with each proposal replaced by the nearest recorded Sobol configuration, every
+    parameter of it: the study records the configuration replayed, so TPE's constant liar is told
+    what runs, not the proposal before it was snapped. Where TPE proposes nothing jointly, its first
+    independent draw picks the nearest configuration."""
 
     def __init__(self, inner: optuna.samplers.BaseSampler, snapper: Snapper) -> None:
         self.inner = inner
         self.snapper = snapper
         self.snaps: list[float] = []  # how far each proposal moved, in the distance's units
+        self.chosen: dict[int, int] = {}  # trial number -> the recorded configuration it takes
+
+    def _snap(self, number: int, proposal: dict[str, Any]) -> int:
+        distances = self.snapper.distances(proposal)
+        distances[~self.snapper.sobol] = np.inf
+        index = int(np.argmin(distances))
+        self.snaps.append(float(math.sqrt(distances[index])))
+        self.chosen[number] = index
+        return index
 
     def infer_relative_search_space(self, study: optuna.Study, trial: Any) -> dict[str, Any]:
         return self.inner.infer_relative_search_space(study, trial)
@@ -122,16 +133,17 @@ class SnappingSampler(optuna.samplers.BaseSampler):
         proposal = self.inner.sample_relative(study, trial, search_space)
         if not proposal:
             return proposal
-        distances = self.snapper.distances(proposal)
-        distances[~self.snapper.sobol] = np.inf
-        index = int(np.argmin(distances))
-        self.snaps.append(float(math.sqrt(distances[index])))
+        index = self._snap(trial.number, proposal)
         return {name: self.snapper.params[index][name] for name in proposal}
 
     def sample_independent(
         self, study: optuna.Study, trial: Any, param_name: str, param_distribution: Any
     ) -> Any:
-        return self.inner.sample_independent(study, trial, param_name, param_distribution)
+        index = self.chosen.get(trial.number)
+        if index is None:
+            drawn = self.inner.sample_independent(study, trial, param_name, param_distribution)
+            index = self._snap(trial.number, {**trial.params, param_name: drawn})
+        return self.snapper.params[index][param_name]
 
     def before_trial(self, study: optuna.Study, trial: Any) -> None:
         self.inner.before_trial(study, trial)

@@ -175,6 +175,24 @@ def sorted_items(params: dict) -> tuple:
     return tuple(sorted(params.items()))
 
 
+def test_a_running_trial_holds_the_configuration_replayed_for_tpes_constant_liar(table: tables.Table) -> None:
+    """Independent TPE (the `old` strategy) draws each parameter on its own: the trial takes the
+    recorded configuration nearest its first draw, every parameter of it."""
+    replay = Replay(table, "denoise", "old", seed=2, workers=4, trials=14)
+    recorded = {m: {sorted_items(d["params"]) for d in c.designs} for m, c in table.curves["denoise"].items()}
+    running = []
+
+    def suggesting(trial_id: str, suggest=replay.searcher.suggest):
+        for plan in replay.searcher.plans:
+            for trial in plan.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+                running.append(sorted_items(trial.params) in recorded[plan.model])
+        return suggest(trial_id)
+
+    replay.searcher.suggest = suggesting
+    replay.run()
+    assert len(running) > 20 and all(running)
+
+
 def test_a_study_records_the_configuration_that_is_replayed(table: tables.Table) -> None:
     replay = Replay(table, "denoise", "+tpe", seed=2, workers=4, trials=CONFIGS)
     trace = replay.run()

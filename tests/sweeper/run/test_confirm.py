@@ -168,38 +168,31 @@ def _trainer(values: dict[str, list[float]], seen: list[int]):
     return run
 
 
+def _confirm(folder: Path, bests: dict[str, list[float]], confirmed: dict[str, list[float]]):
+    """A two-model sweep with these complete trials, confirmed (cap 6, level 0.95) by runs that end
+    at `confirmed`'s values in turn: its store, record, rounds (jobs each) and notes."""
+    store, record = _two_model_sweep(folder, bests)
+    rounds: list[int] = []
+    end, notes = confirm_until_separated(
+        store, record, None, cap=6, level=0.95, run=_trainer(confirmed, rounds)
+    )
+    assert end.status == SweepStatus.FINISHED
+    return store, record, rounds, notes
+
+
 def test_confirm_stops_after_two_seeds_on_a_clear_case_and_goes_to_its_cap_on_a_close_one(
     tmp_path: Path,
 ) -> None:
-    store, record = _two_model_sweep(tmp_path / "clear", {"gru": [0.2, 0.4], "lstm": [0.3]})
-    rounds: list[int] = []
-    end, notes = confirm_until_separated(
-        store,
-        record,
-        None,
-        cap=6,
-        level=0.95,
-        run=_trainer({"gru": [0.199, 0.201], "lstm": [0.299, 0.301]}, rounds),
-    )
-    assert end.status == SweepStatus.FINISHED and rounds == [4]  # two fresh seeds each, then separated
+    clear = {"gru": [0.199, 0.201], "lstm": [0.299, 0.301]}
+    store, record, rounds, notes = _confirm(tmp_path / "clear", {"gru": [0.2, 0.4], "lstm": [0.3]}, clear)
+    assert rounds == [4]  # two fresh seeds each, then separated
     assert notes[-1].startswith(
         "gru ahead of lstm with probability 1.000 after 2 fresh seeds each (separated"
     )
     odds_now = sweep_odds(store, record, "min")
-    assert (
-        odds_now.estimates["gru"].source == "2 confirmation runs"
-        and "repeated seeds" in odds_now.noise.source
-    )
-
-    store, record = _two_model_sweep(tmp_path / "close", {"gru": [0.25], "lstm": [0.251]})
-    rounds = []
-    end, notes = confirm_until_separated(
-        store,
-        record,
-        None,
-        cap=6,
-        level=0.95,
-        run=_trainer({"gru": [0.22, 0.28], "lstm": [0.28, 0.22]}, rounds),
-    )
+    assert odds_now.estimates["gru"].source == "2 confirmation runs"
+    assert "repeated seeds" in odds_now.noise.source
+    close = {"gru": [0.22, 0.28], "lstm": [0.28, 0.22]}
+    _, _, rounds, notes = _confirm(tmp_path / "close", {"gru": [0.25], "lstm": [0.251]}, close)
     assert rounds == [4, 2, 2, 2, 2]  # one more seed each per round, up to six each
     assert "after 6 fresh seeds each (not separated at 95% within 6 seeds" in notes[-1]
