@@ -171,3 +171,17 @@ def clock_text(folder: Path) -> str:
     sittings = json.loads((folder / TIMING_META).read_text())["sittings"]
     where = "; ".join(f"{s['machine']}, {s['device']}, {s['first_run']}" for s in sittings)
     return f"every configuration re-timed in {len(sittings)} sitting{'s' * (len(sittings) != 1)} ({where})"
+
+
+def clock_noise(folder: Path) -> float:
+    """How much one timing of a configuration scatters on the clock, on the log scale: the spread
+    of the anchors timed side by side in each sitting (one per worker process), pooled. The replay
+    scatters each configuration's pace by it, seed by seed, so its intervals hold the clock's noise."""
+    if not (folder / TIMING_META).exists():
+        return 0.0
+    sittings = json.loads((folder / TIMING_META).read_text())["sittings"]
+    groups = [np.log(s["anchor_paces"]) for s in sittings if len(s.get("anchor_paces", [])) > 1]
+    dof = sum(len(g) - 1 for g in groups)
+    if not dof:
+        return 0.0
+    return float(np.sqrt(sum(float(np.sum((g - g.mean()) ** 2)) for g in groups) / dof))

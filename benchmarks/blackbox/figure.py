@@ -27,7 +27,7 @@ def anytime_figure(
 ) -> None:
     import matplotlib
 
-    from benchmarks.blackbox.replay import paired
+    from benchmarks.blackbox.summary import paired
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import multiprocessing
 import shlex
 import sys
@@ -36,14 +35,17 @@ from typing import Any
 import yaml
 
 from benchmarks.blackbox import table as tables
-from benchmarks.blackbox.clock import TIMING, TIMING_META, clock_text, on_one_clock, read_timing
+from benchmarks.blackbox.clock import TIMING, TIMING_META, clock_noise, clock_text, on_one_clock, read_timing
 from benchmarks.blackbox.prior import learned
+from benchmarks.blackbox.racing import held_out, judged_seeds, problem_of, problem_table
 from benchmarks.blackbox.record import DEFAULT_TABLE, ROOT
 from benchmarks.blackbox.strategies import STRATEGIES
-from benchmarks.blackbox.verdicts import floors, goal, ground_truth, judge, timeline
+from benchmarks.blackbox.summary import print_summary, summarise
 from sweeper.run.search.curve_prior import CurvePrior, shipped_prior
 
-Job = tuple[str, str, int, int]  # task, strategy, workers, seed
+Job = tuple[str, str, int, int]  # task (or task#problem), strategy, workers, seed
+PROBLEM_STRATEGIES = ("default", "curves")  # replayed on the calibration problems
+PROBLEM_SEEDS = 2
 _STATE: dict[str, Any] = {}
 
 
@@ -75,26 +77,58 @@ def _start(folder: Path, iterations: int | None) -> None:
     warnings.simplefilter("ignore")
     _STATE["table"] = load(folder, iterations)
     _STATE["snappers"] = {}
+    _STATE["pace_noise"] = clock_noise(folder)
 
 
 def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, Any]:
-    """One sweep (and, for a warm start, the random sweep it starts from)."""
+    """One sweep (and, for a warm start, the random sweep it starts from, whose busy hours the
+    trace keeps: what a warm start cost before this sweep began)."""
     from benchmarks.blackbox.simulator import Replay
 
     task, strategy, workers, seed = job
+    name, problem = problem_of(task)
     table: tables.Table = _STATE["table"]
+    if problem is not None:
+        table = problem_table(table, name, problem)
     extra = {} if strategy == "random" else overrides
-    earlier = None
+    cache = problem is None
+    pace = _STATE["pace_noise"]
+    earlier, earlier_hours = None, 0.0
     if STRATEGIES[strategy].warm:
-        source = Replay(table, task, "random", seed + 1, workers, trials, snappers=_snappers(task, {}))
-        source.run()
+        held = held_out(table)
+        source = Replay(
+            table,
+            name,
+            "random",
+            seed + 1,
+            workers,
+            trials,
+            snappers=_snappers(name, {}) if cache else None,
+            run_seeds=None if held is None else (held,),
+            pace_noise=pace,
+        )
+        earlier_hours = source.run().busy / 3600
         earlier = source.studies
-    prior = judged_prior(table, task, trials) if STRATEGIES[strategy].allocate == "curves" else None
+    prior = judged_prior(_STATE["table"], name, trials) if STRATEGIES[strategy].allocate == "curves" else None
     sweep = Replay(
-        table, task, strategy, seed, workers, trials, earlier, _snappers(task, extra), prior, **extra
+        table,
+        name,
+        strategy,
+        seed,
+        workers,
+        trials,
+        earlier,
+        _snappers(name, extra) if cache else None,
+        prior,
+        judged_seeds(table),
+        pace,
+        **extra,
     )
-    _STATE["snappers"][(task, json.dumps(extra, sort_keys=True))] = sweep.snappers
-    return asdict(sweep.run())
+    if cache:
+        _STATE["snappers"][(name, json.dumps(extra, sort_keys=True))] = sweep.snappers
+    trace = sweep.run()
+    trace.task, trace.earlier_hours = task, earlier_hours
+    return asdict(trace)
 
 
 def judged_prior(table: tables.Table, task: str, trials: int) -> CurvePrior:
@@ -128,18 +162,36 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return overrides
 
 
-REPLAYED_CODE = ("benchmarks/blackbox", "sweeper/run", "sweeper/spec", "sweeper/papers")
+# what a replayed sweep reads besides the table: the service's code and data (its search, spec,
+# papers' points and their YAML, the store's trial records, the priors), the registries' and the
+# papers' reference data, and this package
+REPLAYED_CODE = (
+    "benchmarks/blackbox",
+    "sweeper",
+    "configs",
+    "trainables/hyperparams.py",
+    "trainables/registry.py",
+    "trainables/catalog.py",
+    "trainables/reference",
+)
+REPLAYED_SUFFIXES = (".py", ".yaml", ".json")
 
 
 def code_digest() -> str:
-    """What a replayed sweep depends on besides the table: this package, the service's search,
-    spec and papers' points, Optuna and Ray."""
+    """A digest of what a replayed sweep depends on besides the table (`REPLAYED_CODE`), Optuna's
+    and Ray's versions."""
     import optuna
     import ray
 
     digest = hashlib.sha256(f"optuna {optuna.__version__} ray {ray.__version__}".encode())
-    for folder in REPLAYED_CODE:
-        for path in sorted((ROOT / folder).rglob("*.py")):
+    for name in REPLAYED_CODE:
+        where = ROOT / name
+        paths = (
+            [where]
+            if where.is_file()
+            else sorted(p for p in where.rglob("*") if p.suffix in REPLAYED_SUFFIXES)
+        )
+        for path in paths:
             digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
 
@@ -147,6 +199,8 @@ def code_digest() -> str:
 def snapshot(args: argparse.Namespace) -> Path:
     """The work folder of this table, code and replay settings, holding a copy of the table that
     every process of the replay reads: a recorder may rewrite the table meanwhile."""
+    if not (args.table / tables.META).is_file():
+        raise tables.TableMismatch(f"{args.table} holds no table (no {tables.META})")
     names = (tables.META, tables.CURVES, TIMING_META, TIMING)
     files = {name: (args.table / name).read_bytes() for name in names if (args.table / name).exists()}
     digest = hashlib.sha256(b"".join(files.values()) + code_digest().encode())
@@ -184,6 +238,15 @@ def run(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
         for seed in range(args.seeds)
         if (task, strategy, workers, seed) not in done
     ]
+    jobs += [  # the calibration problems: the verdicts' stated odds judged by each problem's truth
+        (f"{task}#{number}", strategy, args.workers[0], seed)
+        for task in args.tasks
+        for number in range(args.problems)
+        for strategy in PROBLEM_STRATEGIES
+        if strategy in args.strategies
+        for seed in range(PROBLEM_SEEDS)
+        if (f"{task}#{number}", strategy, args.workers[0], seed) not in done
+    ]
     if args.summarise or not jobs:
         return traces
     print(f"{len(jobs)} sweeps to replay ({len(done)} logged in {folder})", flush=True)
@@ -204,135 +267,24 @@ def run(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
     return traces
 
 
-def paired(
-    traces: list[dict[str, Any]], task: str, workers: int, args: argparse.Namespace
-) -> dict[str, list[dict[str, Any]]]:
-    """Each strategy's sweeps at one (task, W), on the seeds every strategy has run (below
-    --seeds), in seed order: the k-th sweep of each strategy is seed k's."""
-    by_seed = {
-        strategy: {
-            t["seed"]: t
-            for t in traces
-            if (t["task"], t["strategy"], t["workers"]) == (task, strategy, workers)
-            and t["seed"] < args.seeds
-        }
-        for strategy in args.strategies
-    }
-    seeds = sorted(set.intersection(*(set(mine) for mine in by_seed.values())))
-    if not seeds:
-        return {}
-    return {strategy: [mine[seed] for seed in seeds] for strategy, mine in by_seed.items()}
-
-
-def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tables.Table) -> dict[str, Any]:
-    from benchmarks.blackbox.simulator import Trace
-
-    result: dict[str, Any] = {}
-    for task in args.tasks:
-        truth = ground_truth(table, task)
-        models = tuple(table.curves[task])
-        entry: dict[str, Any] = {
-            "baseline": table.baselines[task],
-            "truth": {
-                "winner": truth.winner,
-                "co_winners": list(truth.co_winners),
-                "best": {m: (v if math.isfinite(v) else None) for m, v in truth.best.items()},
-                "noise": truth.noise,
-                "margin": truth.margin,
-            },
-        }
-        for workers in args.workers:
-            sweeps = paired(traces, task, workers, args)
-            if not sweeps:
-                continue
-            lines = {
-                strategy: [timeline(Trace(**t), models, table.tasks[task]) for t in mine]
-                for strategy, mine in sweeps.items()
-            }
-            searcher = {s: sum(t["searcher_seconds"] for t in mine) / len(mine) for s, mine in sweeps.items()}
-            verdict = judge(lines, truth)
-            verdict["seeds"] = len(sweeps["random"])
-            verdict["floor"] = _floor(table, task, workers, verdict["B_hours"])
-            for strategy, seconds in searcher.items():
-                verdict["strategies"][strategy]["searcher_seconds_per_sweep"] = seconds
-            entry[f"W={workers}"] = verdict
-            entry[f"goal W={workers}"] = goal(verdict) if "default" in lines else None
-        result[task] = entry
-    return result
-
-
-def _floor(table: tables.Table, task: str, workers: int, budget: float | None) -> dict[str, Any]:
-    """The floors in worker-hours and as fractions of B."""
-    hours = floors(table, task, workers)
-    shares = {f"{name}_ratio": None if h is None or not budget else h / budget for name, h in hours.items()}
-    return {**hours, **shares}
-
-
-def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
-    for task, entry in result.items():
-        truth = entry["truth"]
-        ranked = sorted(truth["best"].items(), key=lambda kv: math.inf if kv[1] is None else kv[1])
-        best = ", ".join(f"{m} {_num(v, 4)}" for m, v in ranked)
-        print(
-            f"\n{task}: right winner {' or '.join(truth['co_winners'])} (best per model: {best}; "
-            f"seed noise {truth['noise']:.4f}, co-winners within {truth['margin']:.4f})"
-        )
-        for workers in args.workers:
-            verdict = entry.get(f"W={workers}")
-            if verdict is None:
-                print(f"  W={workers}: no sweep replayed on every strategy's seeds")
-                continue
-            budget = verdict["B_hours"]
-            shown_b = "never (random is not 90% right)" if budget is None else f"{budget:.2f} worker-hours"
-            print(f"  W={workers}: B = {shown_b}")
-            floor = verdict["floor"]
-            if floor["busy_sweep"] is not None:
-                print(
-                    f"  no sweep names a winner before {floor['any_sweep']:.3f} worker-hours "
-                    f"({_num(floor['any_sweep_ratio'])}x B), none with every worker busy before "
-                    f"{floor['busy_sweep']:.3f} ({_num(floor['busy_sweep_ratio'])}x B)"
-                )
-            print(
-                f"  {'strategy':>9} {'90% right at':>26} "
-                + " ".join(f"{f'{f}B':>8}" for f in (0.25, 0.33, 0.5, 1.0))
-                + f" {'regret@B':>9} {'spent h':>8}"
-            )
-            for name, row in verdict["strategies"].items():
-                ratio = row.get("ratio_90")
-                low, high = row.get("ratio_90_interval", [None, None])
-                own = "never" if row["hours_90"] is None else f"{row['hours_90']:.2f} h"
-                if ratio is not None:
-                    own += f" ({ratio:.2f}x, {_num(low)}-{_num(high)})"
-                shares = " ".join(
-                    f"{row['at_B'][str(f)]['right']:>8.0%}" if "at_B" in row else f"{'-':>8}"
-                    for f in (0.25, 0.33, 0.5, 1.0)
-                )
-                regret = row["at_B"]["1.0"]["regret_median"] if "at_B" in row else None
-                print(
-                    f"  {name:>9} {own:>26} {shares} {_num(regret, 4):>9} "
-                    f"{_num(row['spent_hours']['median']):>8}"
-                )
-            met = entry.get(f"goal W={workers}")
-            if met is not None:
-                print(f"  goal (default): {'met' if met['met'] else 'not met'} {json.dumps(met)}")
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "inf" if value is None else f"{value:.{digits}f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--table", type=Path, default=DEFAULT_TABLE)
-    parser.add_argument("--tasks", nargs="+", choices=tables.TASK_NAMES, default=list(tables.TASK_NAMES))
+    parser.add_argument("--tasks", nargs="+", help="the table's tasks to replay (default: every one)")
     parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES))
     parser.add_argument(
         "--workers", nargs="+", type=int, default=[4, 8], help="W, the sweep's concurrent trials"
     )
     parser.add_argument("--seeds", type=int, default=50, help="paired seeds per strategy")
     parser.add_argument("--trials", type=int, default=24, help="each study's budget (trials per model)")
+    parser.add_argument(
+        "--problems",
+        type=int,
+        default=0,
+        help="calibration problems per task (models and configurations subsampled, each its own truth)",
+    )
     parser.add_argument(
         "--iterations", type=int, help="replay trials of this length (a prefix of the table's)"
     )
@@ -358,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         folder = snapshot(args)
         table = load(folder / "table", args.iterations)
+        args.tasks = args.tasks or list(table.curves)
+        unknown = [t for t in args.tasks if t not in table.curves]
+        if unknown:
+            raise tables.TableMismatch(
+                f"the table holds no {', '.join(unknown)} (its tasks: {', '.join(table.curves)})"
+            )
     except tables.TableMismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -90,6 +90,7 @@ class Trace:
     searcher_seconds: float = 0.0
     paper_points: int = 0
     reused: int = 0
+    earlier_hours: float = 0.0  # the busy worker-hours of the earlier sweep a warm start took its trials from
 
     @property
     def busy(self) -> float:
@@ -113,6 +114,8 @@ class Replay:
         earlier: dict[str, optuna.Study] | None = None,
         snappers: dict[str, Snapper] | None = None,
         prior: CurvePrior | None = None,
+        run_seeds: tuple[int, ...] | None = None,
+        pace_noise: float = 0.0,
         **overrides: Any,
     ) -> None:
         for section, names in UNMODELLED.items():
@@ -136,6 +139,13 @@ class Replay:
         self.max_pending = 1 if limit is None else limit
         self.max_live = math.inf if limit is None else limit
         self.rng = np.random.default_rng(seed)
+        self.run_seeds = run_seeds
+        # each configuration's pace as timed once, scattered by the clock's own noise: the same
+        # scatter for every strategy of one seed (paired), another for the next seed
+        jitter = np.random.default_rng([seed, 20261128])
+        self.pace = {
+            m: np.exp(pace_noise * jitter.standard_normal(len(c.designs))) for m, c in self.curves.items()
+        }
         storage = optuna.storages.InMemoryStorage()
         first = papers(task, table.settings, self.spec) if self.spec.sampler.paper_points else {}
         self.trace.paper_points = sum(len(points) for points in first.values())
@@ -234,6 +244,8 @@ class Replay:
             )
         curves = self.curves[model]
         seeds = np.flatnonzero(curves.status[design] != tables.MISSING)
+        if self.run_seeds is not None:
+            seeds = np.intersect1d(seeds, self.run_seeds)
         seed = int(self.rng.choice(seeds))
         reports = int(np.isfinite(curves.objective[design, seed]).sum())
         status = int(curves.status[design, seed])
@@ -258,6 +270,7 @@ class Replay:
             after = curves.seconds[running.design, running.seed, running.evaluation]
         else:
             after = curves.ended[running.design, running.seed]
+        after *= self.pace[running.model][running.design]
         heapq.heappush(
             self._events, (running.started + float(after), next(self._order), running.tune.trial_id)
         )
@@ -276,7 +289,8 @@ class Replay:
             result = {
                 "step": int(self.steps[e]),
                 self.metric: value,
-                "time_total_s": float(curves.seconds[running.design, running.seed, e]),
+                "time_total_s": float(curves.seconds[running.design, running.seed, e])
+                * self.pace[running.model][running.design],
                 "training_iteration": e + 1,
             }
             decision = self._timed(self.scheduler.on_trial_result, None, running.tune, result)

@@ -23,6 +23,7 @@ class Strategy:
     warm: bool = False
     allocate: str = "equal"  # the spec's (equal, race, curves), or the benchmark's own (top2, maxucb)
     late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
+    drop_below: float | None = None  # the curves race's threshold, where not the spec's default
 
     @property
     def spec_allocate(self) -> str:
@@ -34,6 +35,8 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "random": Strategy("random", scheduler="none"),
     "default": Strategy("tpe", paper_points=True),
     "curves": Strategy("tpe", paper_points=True, allocate="curves"),
+    "curves-0.01": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.01),
+    "curves-0.1": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.1),
     "race": Strategy("tpe", paper_points=True, allocate="race"),
     "top2": Strategy("tpe", paper_points=True, allocate="top2"),
     "maxucb": Strategy("tpe", scheduler="none", paper_points=True, allocate="maxucb"),
@@ -66,7 +69,11 @@ def sweep_spec(
             "grace_period": settings.iterations // 3 if strategy.late_grace else settings.eval_every,
             "reduction_factor": 3,
         },
-        "budget": {"trials": trials, "allocate": strategy.spec_allocate},
+        "budget": {
+            "trials": trials,
+            "allocate": strategy.spec_allocate,
+            **({} if strategy.drop_below is None else {"drop_below": strategy.drop_below}),
+        },
         "seed": seed,
     }
     for key, value in extra.items():

@@ -34,7 +34,7 @@ strategy's own first answer (`hours_first_named`) shows how close it comes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,11 +79,15 @@ def run_bests(curves: tables.Curves, mode: str = "min") -> np.ndarray:
     return sign * best
 
 
-def ground_truth(table: tables.Table, task: str) -> Truth:
+def ground_truth(table: tables.Table, task: str, seeds: tuple[int, ...] | None = None) -> Truth:
+    """The table's truth, from its runs of `seeds` only where given (a seed held out for warm
+    starts stays out of the truth)."""
     objective, variances, runs_behind = {}, [], {}
     sign = table.sign(task)
     for model, curves in table.curves[task].items():
         bests = run_bests(curves, table.tasks[task].mode)
+        if seeds is not None:
+            bests = bests[:, list(seeds)]
         counts = (~np.isnan(bests)).sum(axis=1)
         objective[model] = np.where(counts > 0, np.nansum(bests, axis=1) / np.maximum(counts, 1), np.nan)
         ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, sign * objective[model]))
@@ -116,6 +120,7 @@ class Timeline:
     named: list[str]
     design: list[int]
     total_hours: float
+    wall: np.ndarray = field(default_factory=lambda: np.zeros(0))  # hours since the sweep started
 
 
 def timeline(trace: Trace, models: tuple[str, ...] | list[str], task: tables.TaskInfo) -> Timeline:
@@ -129,7 +134,7 @@ def timeline(trace: Trace, models: tuple[str, ...] | list[str], task: tables.Tas
     ends = np.array([x["end"] for x in trace.trials])
     best: dict[str, tuple[float, int]] = {}
     out: set[str] = set()
-    hours, named, design = [], [], []
+    hours, named, design, wall = [], [], [], []
     for t, kind, x in events:
         if kind == "race":
             out.add(x["model"])
@@ -144,7 +149,8 @@ def timeline(trace: Trace, models: tuple[str, ...] | list[str], task: tables.Tas
         hours.append(float(np.clip(t - starts, 0.0, ends - starts).sum()) / 3600)
         named.append(leader)
         design.append(best[leader][1] if leader else -1)
-    return Timeline(np.array(hours), named, design, trace.busy / 3600)
+        wall.append(t / 3600)
+    return Timeline(np.array(hours), named, design, trace.busy / 3600, np.array(wall))
 
 
 def first_named(line: Timeline) -> float:
@@ -167,14 +173,26 @@ def floors(table: tables.Table, task: str, workers: int) -> dict[str, float | No
     }
 
 
-def right_for_good(line: Timeline, truth: Truth) -> float:
-    """Worker-hours from which the sweep names a right winner to its end; inf if it ends wrong."""
+def right_since(line: Timeline, truth: Truth) -> int | None:
+    """The event from which the sweep names a right winner to its end; None if it ends wrong."""
     if not line.named or line.named[-1] not in truth.co_winners:
-        return math.inf
+        return None
     since = len(line.named) - 1
     while since > 0 and line.named[since - 1] in truth.co_winners:
         since -= 1
-    return float(line.hours[since])
+    return since
+
+
+def right_for_good(line: Timeline, truth: Truth) -> float:
+    """Worker-hours from which the sweep names a right winner to its end; inf if it ends wrong."""
+    since = right_since(line, truth)
+    return math.inf if since is None else float(line.hours[since])
+
+
+def wall_right_for_good(line: Timeline, truth: Truth) -> float:
+    """The same moment in hours of the sweep's wall clock: what its user waits."""
+    since = right_since(line, truth)
+    return math.inf if since is None else float(line.wall[since])
 
 
 def answer_at(line: Timeline, hours: float) -> tuple[str, int]:

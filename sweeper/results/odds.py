@@ -11,13 +11,19 @@ objective's units, estimated from, in this order:
   but their seed;
 - the recorded tables' repeated seeds (`seed_noise.json`, learned with the curve prior: the
   median spread relative to the value), times the winner's value, where the sweep has neither.
-A model's true value is then its estimate scattered by σ/√runs; the chance that the named winner
-is the best is the share of draws where it is lowest, and the models within two standard errors
-of the difference from it are co-winners (the rule the search benchmark's truth uses).
+A model's best configuration may also lie where the sweep has not looked: its estimate can still
+improve by a search spread, drawn exponentially with the mean gap between the model's best
+complete trials (a tail that its top trials spread over is likely to reach further); a model with
+one complete trial takes the other models' median gap. A model's true value is then its estimate
+scattered by σ/√runs and improved by its search spread; the chance that the named winner is the
+best is the share of draws where it is best, and the models within two standard errors of the
+difference from it are co-winners (the rule the search benchmark's truth uses). Between two
+configurations (`confirmed_odds`) there is no search spread: only their seeds differ.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -48,6 +54,27 @@ class Estimate:
     value: float
     runs: int
     source: str  # "its best trial" or "k confirmation runs"
+    search: float | None = None  # the search spread (see the module's docstring); None: none
+
+
+TOP = 4  # complete trials whose gaps give a model's search spread
+
+
+def search_spread(values: list[float], mode: str) -> float | None:
+    """The mean gap between a model's best complete values (None with fewer than two)."""
+    ranked = sorted(signed(v, mode) for v in values)[:TOP]
+    return float(np.mean(np.diff(ranked))) if len(ranked) > 1 else None
+
+
+def with_search(estimates: dict[str, Estimate], spreads: dict[str, float | None]) -> dict[str, Estimate]:
+    """The estimates with their models' search spreads, the median of the others' where a model
+    has none."""
+    known = [s for s in spreads.values() if s is not None]
+    fallback = float(np.median(known)) if known else 0.0
+    return {
+        m: dataclasses.replace(e, search=fallback if spreads.get(m) is None else spreads[m])
+        for m, e in estimates.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -72,6 +99,8 @@ class Odds:
 
     def lines(self, sweep: str, seeds: int = 5) -> list[str]:
         noise = f"seed noise {self.noise.sigma:.3g}, from {self.noise.source}"
+        if any(e.search for e in self.estimates.values()):
+            noise += "; and how much further each model's search could reach"
         if not self.tie:
             return [f"P({self.winner} is the true winner) = {self.p_winner:.2f} ({noise})"]
         names = " and ".join([", ".join(self.co_winners[:-1]), self.co_winners[-1]])
@@ -101,9 +130,11 @@ def shipped_noise(value: float) -> Noise:
     )
 
 
-def seed_noise(repeated: list[list[float]], near_pairs: list[float], winner_value: float) -> Noise:
+def seed_noise(
+    repeated: list[list[float]], near_pairs: list[float], winner_value: float, fallback: Noise | None = None
+) -> Noise:
     """σ from repeated seeds (values per configuration), else from near-identical pairs (their
-    differences), else the recorded tables' at the winner's value."""
+    differences), else `fallback` (the recorded tables' at the winner's value)."""
     groups = [g for g in repeated if len(g) > 1]
     dof = sum(len(g) - 1 for g in groups)
     if dof >= 2:
@@ -117,7 +148,7 @@ def seed_noise(repeated: list[list[float]], near_pairs: list[float], winner_valu
             f"near-identical configurations ({len(near_pairs)} pairs)",
             len(near_pairs),
         )
-    return shipped_noise(winner_value)
+    return fallback if fallback is not None else shipped_noise(winner_value)
 
 
 def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0) -> Odds | None:
@@ -127,7 +158,10 @@ def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0)
     models = list(estimates)
     centre = np.array([signed(estimates[m].value, mode) for m in models])
     spread = np.array([noise.sigma / math.sqrt(estimates[m].runs) for m in models])
-    draws = centre + spread * np.random.default_rng(seed).standard_normal((DRAWS, len(models)))
+    search = np.array([estimates[m].search or 0.0 for m in models])
+    rng = np.random.default_rng(seed)
+    draws = centre + spread * rng.standard_normal((DRAWS, len(models)))
+    draws -= search * rng.standard_exponential((DRAWS, len(models)))
     wins = np.bincount(np.argmin(draws, axis=1), minlength=len(models)) / DRAWS
     p_best = {m: float(w) for m, w in zip(models, wins, strict=True)}
     winner = models[int(np.argmin(centre))]
@@ -175,12 +209,14 @@ def sweep_odds(store: Store, record: SweepRecord, mode: str) -> Odds | None:
     """The odds of a stored sweep's verdict (see the module's docstring)."""
     confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
     estimates: dict[str, Estimate] = {}
+    spreads: dict[str, float | None] = {}
     pairs: list[float] = []
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         pairs += near_identical(trials, mode)
         model = study_record.model
+        spreads[model] = search_spread([float(t.value) for t in trials], mode)  # type: ignore[arg-type]
         if model in confirmations:
             runs = confirmations[model].objectives
             estimates[model] = Estimate(float(np.mean(runs)), len(runs), f"{len(runs)} confirmation runs")
@@ -191,7 +227,7 @@ def sweep_odds(store: Store, record: SweepRecord, mode: str) -> Odds | None:
         return None
     repeated = [list(c.objectives) for c in confirmations.values()]
     winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
-    return odds(estimates, seed_noise(repeated, pairs, winner.value), mode)
+    return odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value), mode)
 
 
 def confirmed_odds(store: Store, record: SweepRecord, models: list[str], mode: str) -> Odds | None:
