@@ -91,6 +91,9 @@ class Report:
     model_iterations: int  # trained by this model's study so far
     value: float
     complete: bool = False  # the last report of a trial that ran to the end: the study's value
+    seconds: float = (
+        0.0  # the whole sweep's worker-seconds so far (its trials' CPU time), as the table's clock counts
+    )
 
 
 @dataclass
@@ -159,13 +162,18 @@ def run_trial(
     tune_trial = _TuneTrial(trial_id, config)
     scheduler.on_trial_add(None, tune_trial)
     model, last = config["model"], {}
+    spent = sweep.reports[-1].seconds if sweep.reports else 0.0
+    started = time.process_time()
 
     def report(step: int, metrics: dict[str, float]) -> None:
         nonlocal last
         trained[model] += step - last.get("step", 0)
         last = {**metrics, "step": step}
         if math.isfinite(metrics[metric]):
-            sweep.reports.append(Report(sum(trained.values()), model, trained[model], metrics[metric]))
+            seconds = spent + time.process_time() - started
+            sweep.reports.append(
+                Report(sum(trained.values()), model, trained[model], metrics[metric], False, seconds)
+            )
         searcher.on_trial_result(trial_id, last)
         if scheduler.on_trial_result(None, tune_trial, last) == TrialScheduler.STOP:
             raise _Stopped
@@ -181,7 +189,10 @@ def run_trial(
     progress, completed = searcher.progress_of(trial_id), plan.counts["COMPLETE"]
     searcher.on_trial_complete(trial_id, last)
     if plan.counts["COMPLETE"] > completed:  # told COMPLETE, with the best value it reported
-        sweep.reports.append(Report(sum(trained.values()), model, trained[model], progress.best, True))
+        seconds = spent + time.process_time() - started
+        sweep.reports.append(
+            Report(sum(trained.values()), model, trained[model], progress.best, True, seconds)
+        )
 
 
 def run_task(task: str, args: argparse.Namespace) -> list[Sweep]:

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.blackbox import against, replay
@@ -29,7 +30,9 @@ def test_a_replay_judges_each_strategy_writes_its_figure_and_resumes(
     verdict = data["tasks"]["copying"]["W=2"]
     assert set(verdict["strategies"]) == {"random", "default", "+warm"}
     assert verdict["strategies"]["random"]["at_B"]["1.0"]["right"] >= 0.9
-    assert data["tasks"]["denoise"]["goal W=2"]["met"] in (True, False)
+    judged = data["tasks"]["denoise"]["goal W=2"]
+    assert judged["ratio_ok"] == (judged["ratio_90_upper"] is not None and judged["ratio_90_upper"] <= 0.33)
+    assert judged["met"] == (judged["ratio_ok"] and judged["right_ok"] and judged["regret_ok"])
     floor = verdict["floor"]
     assert 0 < floor["any_sweep"] <= floor["busy_sweep"] and floor["busy_sweep_ratio"] > 0
     assert "no sweep names a winner before" in printed
@@ -58,9 +61,9 @@ def test_trained_sweeps_are_placed_among_the_replayed_ones(tmp_path: Path) -> No
     typical = min(t["value"] for t in traces[0]["trials"] if t["model"] == "gru")
     sweeps = [
         {"task": "copying", "strategy": "random", "seed": 0, "reports": [
-            {"model": "gru", "value": typical, "complete": True},
-            {"model": "scornn", "value": 0.001, "complete": True},  # better than any recorded run
-            {"model": "goru", "value": 0.0, "complete": False},  # a report, not a trial's value
+            {"model": "gru", "value": typical, "complete": True, "seconds": 10.0},
+            {"model": "scornn", "value": 0.001, "complete": True, "seconds": 20.0},  # better than any recorded run
+            {"model": "goru", "value": 0.0, "complete": False, "seconds": 30.0},  # a report, not a trial's value
         ]},
     ]  # fmt: skip
     trained = tmp_path / "trained.json"
@@ -70,5 +73,9 @@ def test_trained_sweeps_are_placed_among_the_replayed_ones(tmp_path: Path) -> No
     row = checked["tasks"]["copying"]["random"]["trained_sweeps"][0]
     assert row["percentiles"]["scornn"] == 0.0 and row["winner"] == "scornn"
     assert 0.0 < row["replayed_share_naming_it"] <= 1.0
+    # the clock: this sweep's 30 worker-seconds against the replayed sweeps' median
+    busy = sorted(sum(x["end"] - x["start"] for x in t["trials"]) for t in traces)
+    assert row["clock_ratio"] == pytest.approx(30.0 / float(np.median(busy)))
+    assert checked["clock"]["sweeps"] == 1 and checked["clock"]["median_ratio"] == row["clock_ratio"]
     with pytest.raises(SystemExit, match=r"--workers \[1\] \(asked \[4\]\)"):
         against.check_settings(trained, 600, 2, [4])
