@@ -238,9 +238,12 @@ def store(table: tables.Table, outcome: Outcome, version: int) -> None:
 
 def record(args: argparse.Namespace) -> int:
     folder: Path = args.table
-    if args.status and (folder / tables.META).exists():  # reads only: beside a running recorder too
-        print(status_text(tables.read(folder)))
+    if args.status:  # reads only: beside a running recorder too
+        exists = (folder / tables.META).exists()
+        print(status_text(tables.read(folder) if exists else opened(args, folder)[0]))
         return 0
+    if not (folder / tables.META).exists():
+        opened(args, folder)  # a design that cannot be drawn is refused before anything is written
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / ".recording").open("w") as lock:
         try:
@@ -282,9 +285,6 @@ def opened(args: argparse.Namespace, folder: Path) -> tuple[tables.Table, list[s
 
 def _record(args: argparse.Namespace, folder: Path) -> int:
     table, tasks, models = opened(args, folder)
-    if args.status:
-        print(status_text(table))
-        return 0
     version = version_index(table, code_version(args.device), args.new_code_version)
     tables.write(table, folder)
     runs = list(pending(table, tasks, models))
@@ -317,9 +317,10 @@ def _record(args: argparse.Namespace, folder: Path) -> int:
             store(table, outcome, version)
             tables.write(table, folder)
             done += 1
+            best = max if table.tasks[outcome.run.task].mode == "max" else min
             print(
                 f"{done}/{len(runs)} {outcome.run.key} {tables.STATUS_NAMES[outcome.status]}, "
-                f"best {np.nanmin(outcome.objective) if outcome.objective else float('nan'):.4f}, "
+                f"best {best(outcome.objective) if outcome.objective else float('nan'):.4f}, "
                 f"{outcome.wall[-1] if outcome.wall else 0:.0f} s",
                 flush=True,
             )
@@ -342,13 +343,13 @@ def _record(args: argparse.Namespace, folder: Path) -> int:
 
 def status_text(table: tables.Table) -> str:
     lines = [
-        f"{'task':>8} {'model':>7} {'configs':>8} {'complete':>9} {'diverged':>9} {'failed':>7} {'missing':>8}"
+        f"{'task':>13} {'model':>13} {'configs':>8} {'complete':>9} {'diverged':>9} {'failed':>7} {'missing':>8}"
     ]
     for task, models in table.curves.items():
         for model, curves in models.items():
             counts = [int((curves.status == k).sum()) for k in (1, 2, 3, 0)]
             lines.append(
-                f"{task:>8} {model:>7} {len(curves.designs):>8} " + " ".join(f"{n:>8}" for n in counts)
+                f"{task:>13} {model:>13} {len(curves.designs):>8} " + " ".join(f"{n:>8}" for n in counts)
             )
     return "\n".join(lines)
 

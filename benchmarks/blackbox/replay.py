@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             "model lie within the replayed 95% range of their strategy"
         )
     if args.out is not None:
-        from benchmarks.blackbox.figure import anytime_figure
+        from benchmarks.blackbox.figure import anytime_figure, regret_figure
 
         settings = {
             k: (str(v) if isinstance(v, Path) else v)
@@ -371,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")
         anytime_figure(traces, args, table, args.out.with_suffix(".png"))
-        print(f"\nwrote {args.out} and {args.out.with_suffix('.png')}")
+        regret = args.out.with_name(f"{args.out.stem}-regret.png")
+        regret_figure(result, args, regret)
+        print(f"\nwrote {args.out}, {args.out.with_suffix('.png')} and {regret}")
     return 0
 
 
