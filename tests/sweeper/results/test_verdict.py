@@ -35,7 +35,7 @@ def test_the_winner_its_margins_and_the_next_commands() -> None:
     assert lines[0].startswith("winner: gru, best valid_loss 0.06 (trial #0)")
     assert "0.02 (25.0%) lower than the runner-up goru (0.08)" in lines[0]
     assert "0.04 (40.0%) lower than the task's memoryless baseline (0.1)" in lines[0]
-    assert "sweeper confirm tiny-1 --seeds 3" in "\n".join(lines)
+    assert "sweeper confirm tiny-1 --seeds 5" in "\n".join(lines)
     assert "sweeper report tiny-1" in "\n".join(lines) and "sweeper ui tiny-1" in "\n".join(lines)
 
 
