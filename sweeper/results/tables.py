@@ -15,6 +15,12 @@ from sweeper.store.database import SweepRecord
 WINNER = " ★"
 
 
+def whole_names(table: Table, header: str, names: list[str]) -> None:
+    """A column of names (models, rows of a paper's table) never shortened: at 80 columns an
+    ellipsis made goru_noreset and goru_noupdate one name; the other columns wrap instead."""
+    table.add_column(header, no_wrap=True, min_width=max([len(header), *map(len, names)]))
+
+
 def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> Table:
     """Per study, best first with the winner marked: trials by state against the budget, training
     spent, and the best so far; `wide` adds the training steps and the best parameters."""
@@ -32,8 +38,11 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
     gpu = {s.model: spec.resources.for_model(s.model)["gpu"] for s in summaries}
     if any(gpu.values()):
         columns.append("GPU")
-    for column in columns + (["steps", "best parameters"] if wide else []):
-        table.add_column(column, justify="left" if column in ("model", "best parameters") else "right")
+    whole_names(table, "model", [s.model + WINNER for s in summaries])
+    bests = ["" if s.best_value is None else f"{s.best_value:.5g}" for s in summaries]
+    table.add_column("best", justify="right", no_wrap=True, min_width=max(map(len, ["best", *bests])))
+    for column in columns[2:] + (["steps", "best parameters"] if wide else []):
+        table.add_column(column, justify="left" if column == "best parameters" else "right", overflow="fold")
     for index, s in enumerate(sorted_best_first(summaries, objective.mode)):
         cells = [
             s.model + (WINNER if index == 0 and s.best_value is not None else ""),
@@ -73,11 +82,10 @@ def summary_tables(record: SweepRecord, summaries: list[StudySummary], wide: boo
         table = Table(
             title=f"{record.name}: {task} ({objective.mode} {objective.metric})", title_justify="left"
         )
-        for column in ("model", "best", "parameters", "trials", "hyperparameters"):
-            table.add_column(
-                column, justify="right" if column in ("best", "parameters", "trials") else "left"
-            )
         ranked = sorted_best_first([s for s in summaries if s.task == task], objective.mode)
+        whole_names(table, "model", [s.model + WINNER for s in ranked])
+        for column in ("best", "parameters", "trials", "hyperparameters"):
+            table.add_column(column, justify="right" if column != "hyperparameters" else "left")
         for index, s in enumerate(ranked):
             table.add_row(
                 s.model + (WINNER if index == 0 and s.best_value is not None else ""),
@@ -92,7 +100,7 @@ def summary_tables(record: SweepRecord, summaries: list[StudySummary], wide: boo
 
 def importance_table(weights: dict[str, dict[str, float] | str]) -> Table:
     table = Table(title="parameter importances", title_justify="left")
-    table.add_column("model")
+    whole_names(table, "model", list(weights))
     table.add_column("importances")
     for model, value in weights.items():
         shown = value if isinstance(value, str) else ", ".join(f"{k} {v:.2f}" for k, v in value.items())
@@ -109,16 +117,9 @@ def format_mean_std(mean: float | None, std: float | None) -> str:
 def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Table:
     metric = stored_spec(record).resolved_objective().metric
     table = Table(title=f"{record.name}: confirmation over fresh seeds", title_justify="left")
-    for column in (
-        "task",
-        "model",
-        "runs",
-        f"best {metric}",
-        test_metric(metric),
-        "failed",
-        "trial",
-        "parameters",
-    ):
+    table.add_column("task")
+    whole_names(table, "model", [r.model for r in results])
+    for column in ("runs", f"best {metric}", test_metric(metric), "failed", "trial", "parameters"):
         table.add_column(column)
     for result in results:
         table.add_row(
@@ -136,7 +137,8 @@ def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Ta
 
 def cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in columns:
+    whole_names(table, columns[0], [row[0] for row in cells])
+    for column in columns[1:]:
         table.add_column(column)
     for row in cells:
         table.add_row(*row)

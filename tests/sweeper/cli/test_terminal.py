@@ -30,14 +30,18 @@ VALUES = {"lstm": (0.4, 0.3), "gru": (0.2, 0.1), "goru": ()}
 
 @pytest.fixture(scope="module")
 def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("terminal")
-    spec = parse_spec(yaml.safe_dump(tiny_spec(name="busy", models=tuple(VALUES))), "busy.yaml")
+    return sweep_of(tmp_path_factory.mktemp("terminal"), "busy", VALUES)
+
+
+def sweep_of(folder: Path, name: str, values: dict[str, tuple[float, ...]]) -> str:
+    """A sweep whose studies hold these complete trials, in a SQLite database of its own."""
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name=name, models=tuple(values))), f"{name}.yaml")
     url = f"sqlite:///{folder / 'sweeper.db'}"
     store = Store(url)
     record = create_sweep(spec, store, f"sqlite:///{folder / 'mlflow.db'}", None, None, home=folder)
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        for number, value in enumerate(VALUES[study_record.model]):
+        for number, value in enumerate(values[study_record.model]):
             lr = 0.001 * (number + 1)
             study.add_trial(
                 optuna.trial.create_trial(
@@ -90,6 +94,14 @@ def test_status_is_best_first_with_the_winner_marked_and_full_detail_under_wide(
     assert "no complete trial: goru" in narrow and "best parameters" not in narrow
     wide = invoke(storage, "status", "--wide")
     assert "best parameters" in wide and "lr=0.002, momentum_of_a_long_named_setting=0.1235" in wide
+
+
+def test_two_models_whose_names_begin_alike_stay_apart_at_80_columns(tmp_path: Path) -> None:
+    url = sweep_of(tmp_path, "ablations", {"goru_noreset": (0.512345,), "goru_noupdate": (0.498765,)})
+    for command in ("status", "summarize"):
+        shown = invoke(url, command)
+        assert "goru_noupdate ★" in shown and "goru_noreset " in shown and "goru_no…" not in shown
+        assert "0.49877" in shown and "0.51235" in shown  # values whole too
 
 
 @pytest.mark.parametrize("command", list(SCHEMAS))
