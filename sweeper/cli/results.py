@@ -227,14 +227,16 @@ def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     """A sweep beside the papers' numbers, its best model first."""
     from sweeper.results.odds import sweep_odds
     from sweeper.results.paper_tables import COLUMNS, NARROW, compare, row_cells, to_csv, to_json, to_markdown
-    from sweeper.results.summaries import format_params, study_summaries
+    from sweeper.results.summaries import cost_line, format_params, study_summaries
 
     spec = stored_spec(record)
     title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
     rows = compare(store, record)
     odds = sweep_odds(store, record, spec.resolved_objective().mode)
-    raced = [f"{s.model}: {s.race_stopped}" for s in study_summaries(store, record) if s.race_stopped]
-    said = raced + ([] if odds is None else odds.lines(record.name))
+    summaries = study_summaries(store, record)
+    raced = [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
+    cost = [line for line in [cost_line(summaries)] if line]
+    said = raced + ([] if odds is None else odds.lines(record.name)) + cost
     markdown = to_markdown(rows, title) + "".join(f"\n{line}\n" for line in said)
     rendered = {"markdown": markdown, "json": to_json(rows), "csv": to_csv(rows)}
     best = 0 if rows and rows[0].ours is not None else None

@@ -51,7 +51,13 @@ if TYPE_CHECKING:
     type=click.IntRange(min=0),
     help="The sweep's seed: its samplers' and its trials' (overrides seed).",
 )
-@click.option("--dry-run", is_flag=True, help="Print the resolved plan and start nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the resolved plan and its price, and start nothing.")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="With --address: time each model on a worker of the cluster and read its size (else the "
+    "price rests on recorded GPU figures, and a --dry-run starts nothing on the cluster).",
+)
 @click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
 @click.option(
     "--warm-start",
@@ -76,6 +82,7 @@ def launch(
     profile: str | None,
     seed: int | None,
     dry_run: bool,
+    calibrate: bool,
     no_gpus: bool,
     warm_from: str | None,
     results: str | None,
@@ -85,11 +92,13 @@ def launch(
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.papers.points import first_points
     from sweeper.run.launch import register, run_sweep, with_budget, with_seed, without_gpus
+    from sweeper.run.pricing import sweep_price
     from sweeper.run.search.warm_start import warm_start
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.spec.matching import resolve_matching
     from sweeper.spec.plan import matching_text, plan_text
     from sweeper.spec.preflight import preflight
+    from sweeper.spec.price import price_text
     from sweeper.store.credentials import redact
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_storage_url, default_tracking_uri, runs_page, ui_command
@@ -107,7 +116,9 @@ def launch(
             specs = [without_gpus(spec) for spec in specs]
         except ValidationError as exc:
             raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    places, problems = [], []
+    if calibrate and address is None:
+        raise BadInput("--calibrate times a cluster's worker: give the cluster's --address")
+    places, problems, prices = [], [], []
     for index, spec in enumerate(specs):
         url = storage or spec.storage or default_storage_url()
         uri = tracking_uri or spec.tracking_uri or default_tracking_uri()
@@ -119,10 +130,14 @@ def launch(
             if not dry_run:
                 raise BadInput(f"{configs[index]}: " + "; ".join(exc.errors)) from None
             derived = {"(all)": exc.errors[0]}
+        priced = None if found else sweep_price(specs[index], address, calibrate)
+        prices.append(None if priced is None else priced[0])
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
             if derived:
                 click.echo(matching_text(derived))
+            if priced is not None:
+                click.echo(price_text(priced[0], priced[1]))
             click.echo("  preflight: " + ("would stop here, see below" if found else "ok"))
         problems += found
     if problems:
@@ -144,7 +159,7 @@ def launch(
     for index, (spec, where) in enumerate(zip(specs, places, strict=True)):
         first_trials, starts = first_points(spec)
         try:
-            store, record = register(spec, where, profile, specs, first_trials)
+            store, record = register(spec, where, profile, specs, first_trials, prices[index])
         except (StoreError, MissingGPUs) as exc:
             raise refused(exc) from None
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")

@@ -70,6 +70,7 @@ class Study(Output):
     last_failure: str | None
     common_failure: Failure | None  # the most common failure reason, and how often
     gpu_share: float = 0.0  # of a GPU each trial reserves (1 / the trials that fit one GPU)
+    predicted_worker_hours: list[float] | None = None  # priced at launch (version 2), beside `seconds` spent
     gpu_ids: list[str] = []  # the GPUs Ray gave its trials, as they saw them
 
 
@@ -257,6 +258,7 @@ def sweep_status(
                 if s.common_failure is None
                 else Failure(reason=s.common_failure[0], times=s.common_failure[1]),
                 gpu_share=spec.resources.for_model(s.model)["gpu"],
+                predicted_worker_hours=None if s.predicted_hours is None else list(s.predicted_hours),
                 gpu_ids=s.gpu_ids,
             )
             for s in ranked

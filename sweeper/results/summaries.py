@@ -16,6 +16,7 @@ from sweeper.store.trial_record import (
     GPU_IDS_METRIC,
     INTERRUPTED_ATTR,
     PAPER_POINT_ATTR,
+    PRICE_ATTR,
     RACE_STOP_ATTR,
     SAMPLER_ATTR,
     SHARE_ATTR,
@@ -48,6 +49,7 @@ class StudySummary:
     warm_started: int = 0  # trials copied from an earlier sweep (`launch --warm-start`)
     share: int | None = None  # in a race: the trials this model may run
     race_stopped: str | None = None  # in a race: why this model stopped
+    predicted_hours: tuple[float, float] | None = None  # the worker-hours priced at launch
     gpu_ids: list[str] = field(default_factory=list)  # the GPUs Ray gave its trials, as they saw them
 
 
@@ -103,6 +105,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
             share=study.user_attrs.get(SHARE_ATTR),
             race_stopped=(study.user_attrs.get(RACE_STOP_ATTR) or {}).get("reason"),
+            predicted_hours=_predicted(study.user_attrs.get(PRICE_ATTR)),
             gpu_ids=sorted(
                 {i for t in trials for i in str(final_metrics(t).get(GPU_IDS_METRIC, "none")).split(",")}
                 - {"none"}
@@ -152,6 +155,27 @@ def sorted_best_first(summaries: list[StudySummary], mode: str) -> list[StudySum
     found = [s for s in summaries if s.best_value is not None]
     missing = [s for s in summaries if s.best_value is None]
     return sorted(found, key=lambda s: s.best_value, reverse=(mode == "max")) + missing
+
+
+def _predicted(price: dict[str, Any] | None) -> tuple[float, float] | None:
+    return None if not price else (float(price["worker_hours"][0]), float(price["worker_hours"][1]))
+
+
+def cost_line(summaries: list[StudySummary]) -> str | None:
+    """What the sweep was priced at launch against what its trials spent, in worker-hours."""
+    priced = [s.predicted_hours for s in summaries if s.predicted_hours is not None]
+    if not priced:
+        return None
+    low, high = sum(p[0] for p in priced), sum(p[1] for p in priced)
+    spent = sum(s.seconds for s in summaries) / 3600
+    where = (
+        "within"
+        if low <= spent <= high
+        else f"{spent / high:.2g}x its high end"
+        if spent > high
+        else f"{spent / low:.2g}x its low end"
+    )
+    return f"cost: priced at {low:.3g}-{high:.3g} worker-hours at launch, spent {spent:.3g} ({where})"
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:

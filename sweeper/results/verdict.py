@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sweeper.results.odds import Odds
-from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
+from sweeper.results.summaries import StudySummary, cost_line, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import SweepRecord
 
@@ -57,6 +57,9 @@ def verdict(
         if odds is not None:
             lines += odds.lines(record.name)
     lines += [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
+    cost = cost_line(summaries)
+    if cost is not None:
+        lines.append(cost)
     if missing:
         lines.append(
             f"partial: no complete trial for {', '.join(missing)}"

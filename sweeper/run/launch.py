@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
 from sweeper.run.search.curve_prior import shipped_prior
 from sweeper.run.search.curve_race import CurveRace
-from sweeper.run.search.pruning import make_pruner, make_scheduler, rungs
+from sweeper.run.search.pruning import make_pruner, make_scheduler
 from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text, study_budget
@@ -43,6 +43,7 @@ from sweeper.run.tune.runtime import (
 from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
+from sweeper.spec.price import Price, rungs
 from sweeper.spec.space import searched_names
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
@@ -51,6 +52,7 @@ from sweeper.store.locations import DEFAULT_HOME
 from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import (
     PAPER_POINT_ATTR,
+    PRICE_ATTR,
     SAMPLER_ATTR,
 )
 
@@ -120,6 +122,7 @@ def register(
     profile: str | None,
     launched: list[SweepSpec],
     first_trials: FirstTrials | None = None,
+    priced: Price | None = None,
 ) -> tuple[Store, SweepRecord]:
     """Reach the database and Ray, in the order that refuses a bad setup before anything is
     written, then register the sweep. SQLite: Ray first, so a multi-node cluster is refused before
@@ -133,7 +136,7 @@ def register(
         store = Store(where.storage_url)
         connect(where, launched, NO_GPUS_OVERRIDE)
     return store, create_sweep(
-        spec, store, where.tracking_uri, profile, where.address, where.home, first_trials
+        spec, store, where.tracking_uri, profile, where.address, where.home, first_trials, priced
     )
 
 
@@ -145,9 +148,12 @@ def create_sweep(
     address: str | None,
     home: Path = DEFAULT_HOME,
     first_trials: FirstTrials | None = None,
+    priced: Price | None = None,
 ) -> SweepRecord:
     """Register the sweep, its studies and its MLflow experiment and parent runs. `first_trials`
-    are each model's labelled parameters (the papers' points) that its study asks for first."""
+    are each model's labelled parameters (the papers' points) that its study asks for first;
+    `priced`, what each study was predicted to cost (kept on it, for status to set beside what
+    it spent)."""
     name = store.next_sweep_name(spec.name)
     objective = spec.resolved_objective()
     quiet_environment(verbose=False)
@@ -181,7 +187,10 @@ def create_sweep(
     record.mlflow_experiment_id = experiment_id
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)
-        create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
+        study = create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
+        if priced is not None:
+            mine = next(s for s in priced.studies if s.model == model)
+            study.set_user_attr(PRICE_ATTR, {"worker_hours": list(mine.worker_hours), "source": mine.source})
         parent = None
         if tracker is not None and experiment_id is not None:
             parent = tracker.call(

@@ -24,6 +24,7 @@ MLFLOW_RUN_ATTR = "mlflow_run_id"
 SAMPLER_ATTR = "sampler"  # a study's: how it draws its trials (`run.policy.sampler_text`)
 RACE_STOP_ATTR = "race_stopped"  # a study's, once a race stopped it: {"cut": k, "reason": "..."}
 SHARE_ATTR = "budget_share"  # a study's, in a race: the trials it may run now
+PRICE_ATTR = "price"  # a study's, at launch: its predicted worker-hours and where the pace came from
 WARM_START_ATTR = "warm_start"  # a trial copied from an earlier sweep, e.g. "denoise-1 trial 7"
 PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts from, e.g. "ncgru Table 2, gru"
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics

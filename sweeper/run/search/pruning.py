@@ -15,9 +15,8 @@ from typing import Any
 import optuna
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
+from sweeper.spec.price import first_report, max_iterations
 from sweeper.spec.sweep import SweepSpec
-from sweeper.spec.values import IntRange
-from trainables.hyperparams import TRAINING
 
 
 class PerStudyScheduler(FIFOScheduler):
@@ -115,40 +114,15 @@ class RaceStops(FIFOScheduler):
         return self.inner.debug_string()
 
 
-def rungs(spec: SweepSpec) -> list[int]:
-    """The iterations where ASHA compares a study's trials (grace period times powers of the
-    reduction factor), and the trials' last: where the curves race compares families."""
-    max_t = _max_iterations(spec)
-    rung = float(min(spec.scheduler.grace_period or _first_report(spec), max_t))
-    out = []
-    while rung < max_t:
-        out.append(round(rung))
-        rung *= spec.scheduler.reduction_factor
-    return sorted({*out, max_t})
-
-
-def _max_iterations(spec: SweepSpec) -> int:
-    longest = 0
-    for model in spec.models:
-        value = spec.space(model).get("iterations", TRAINING["iterations"].default)
-        longest = max(longest, value.int[1] if isinstance(value, IntRange) else int(value))
-    return longest
-
-
-def _first_report(spec: SweepSpec) -> int:
-    value = spec.space(spec.models[0]).get("eval_every", TRAINING["eval_every"].default)
-    return value.int[0] if isinstance(value, IntRange) else int(value)
-
-
 def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
     """The study's Optuna pruner: it acts only under the `median` and `hyperband` schedulers."""
-    warmup = spec.scheduler.grace_period or _first_report(spec)
+    warmup = spec.scheduler.grace_period or first_report(spec)
     if spec.scheduler.name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warmup)
     if spec.scheduler.name == "hyperband":
         return optuna.pruners.HyperbandPruner(
             min_resource=warmup,
-            max_resource=_max_iterations(spec),
+            max_resource=max_iterations(spec),
             reduction_factor=max(2, round(spec.scheduler.reduction_factor)),
         )
     return optuna.pruners.NopPruner()
@@ -169,8 +143,8 @@ def _study_scheduler(spec: SweepSpec, searcher: Any) -> Any:
     if spec.scheduler.name in ("median", "hyperband"):
         return OptunaPrunerScheduler(searcher)
     objective = spec.resolved_objective()
-    max_t = _max_iterations(spec)
-    grace = min(spec.scheduler.grace_period or _first_report(spec), max_t)
+    max_t = max_iterations(spec)
+    grace = min(spec.scheduler.grace_period or first_report(spec), max_t)
     return PerStudyScheduler(
         lambda: ASHAScheduler(
             time_attr="step",

@@ -63,7 +63,13 @@ def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path):
     assert "study denoise/lstm" in result.output and "study denoise/gru" in result.output
     assert "hidden_size: int [4, 16] log" in result.output
     assert "7 trials per study, 1800s in all" in result.output
+    # its price, from paces measured here: each study, then the sweep to its budget and first answer
+    assert "price (trials here, paces measured here;" in result.output
+    assert "lstm: 7 trials," in result.output and "at each end of its sizes here (cpu)" in result.output
+    assert "worker-hours" in result.output and "to the first answer" in result.output
     assert not (tmp_path / "sweeps").exists()
+    refused = invoke(runner, "launch", str(path), "--dry-run", "--calibrate")
+    assert refused.exit_code == 2 and "give the cluster's --address" in refused.output
 
 
 def test_bad_time_budget_option(runner, tmp_path):

@@ -94,6 +94,11 @@ def test_two_models_four_trials_end_to_end(sweep, request):
         assert best[model]["parameters"] > 0
     values = [s["best"] for s in data["studies"]]
     assert values == sorted(values)
+    # priced at launch, beside what its trials spent
+    for study in data["studies"]:
+        low, high = study["predicted_worker_hours"]
+        assert 0 < low <= high and study["seconds"] > 0
+    assert "cost: priced at" in sweep.launch.stdout
 
     listing = run_cli(["list", "--storage", storage], tmp_path)
     assert "e2e-1" in listing.stdout and "finished" in listing.stdout

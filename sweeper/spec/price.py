@@ -1,0 +1,274 @@
+"""What a sweep will cost before it runs: per study and in all, the worker-hours to its budget
+and to its first answer, and the wall time on the slots it will have, each as a range.
+
+A study's price is its trials x (a trial's start + the iterations its scheduler lets each run x a
+measured pace, seconds per iteration + its evaluations x one evaluation's seconds), its model
+measured at the smallest and the largest hidden size it searches (the rest of the configuration
+at the middle of the space). Under ASHA a trial reaches rung k of
+its rungs (the grace period times powers of the reduction factor η, then the trial's length)
+with a chance between 1/η^k (the top 1/η of a rung promoted, as ASHA aims) and what its
+asynchronous promotions give trials arriving in a random order (the j-th trial to reach a rung
+goes on while among the best ⌈j/η⌉ seen there); without early stopping every trial runs to the
+end (the median and Hyperband pruners are priced as ASHA). The first answer (every model with a
+complete trial) costs at least one whole run of each model and, with every slot busy meanwhile,
+at most the slots times the slowest of those runs. Trials packed k to a GPU take the GPU-hours of
+their packed pace (`gpu_paces.json`: trials per hour at k per GPU, measured).
+
+The pace is measured, never guessed: a few steps here where the trials run here, or the
+project's recorded figures for a GPU kind where they run on a cluster's GPUs; the price says
+which. Nothing of it is run on a cluster unless asked (`--calibrate`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sweeper.spec.sweep import SweepSpec, trial_config
+from sweeper.spec.values import IntRange
+from trainables.hyperparams import TRAINING
+
+GPU_PACES = Path(__file__).with_name("gpu_paces.json")
+
+
+def max_iterations(spec: SweepSpec) -> int:
+    longest = 0
+    for model in spec.models:
+        value = spec.space(model).get("iterations", TRAINING["iterations"].default)
+        longest = max(longest, value.int[1] if isinstance(value, IntRange) else int(value))
+    return longest
+
+
+def first_report(spec: SweepSpec) -> int:
+    value = spec.space(spec.models[0]).get("eval_every", TRAINING["eval_every"].default)
+    return value.int[0] if isinstance(value, IntRange) else int(value)
+
+
+def rungs(spec: SweepSpec) -> list[int]:
+    """The iterations where ASHA compares a study's trials (grace period times powers of the
+    reduction factor), and the trials' last: where the curves race compares families."""
+    max_t = max_iterations(spec)
+    rung = float(min(spec.scheduler.grace_period or first_report(spec), max_t))
+    out = []
+    while rung < max_t:
+        out.append(round(rung))
+        rung *= spec.scheduler.reduction_factor
+    return sorted({*out, max_t})
+
+
+def reach(trials: int, steps: int, eta: float, asynchronous: bool) -> list[float]:
+    """The chance of a trial to reach each of `steps` rungs after the first (1 at the first)."""
+    chances, arrivals = [1.0], float(trials)
+    for _ in range(steps):
+        if asynchronous:  # the j-th arrival goes on while among the best ceil(j / eta) seen
+            n = max(1, round(arrivals))
+            share = sum(min(1.0, math.ceil(j / eta) / j) for j in range(1, n + 1)) / n
+        else:
+            share = 1 / eta
+        chances.append(chances[-1] * share)
+        arrivals *= share
+    return chances
+
+
+def iterations_per_trial(spec: SweepSpec) -> tuple[float, float]:
+    """The iterations a trial of the sweep runs on average: ASHA's aim, its asynchronous share."""
+    points = rungs(spec)
+    if spec.scheduler.name == "none":
+        return float(points[-1]), float(points[-1])
+    spans = [b - a for a, b in zip([0, *points[:-1]], points, strict=True)]
+    out = []
+    for asynchronous in (False, True):
+        chance = reach(spec.budget.trials, len(points) - 1, spec.scheduler.reduction_factor, asynchronous)
+        out.append(sum(s * c for s, c in zip(spans, chance, strict=True)))
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class Pace:
+    low: float  # seconds per iteration at the smallest hidden size searched
+    high: float  # at the largest
+    source: str
+    start: float = 0.0  # seconds a trial takes to start (data, network, first step), the larger end's
+    evaluation: float = 0.0  # seconds of one evaluation, the larger end's
+
+    def trial_hours(self, iterations: float, evaluations: float, end: int) -> float:
+        """A trial's hours at one end (0: the smallest size, 1: the largest)."""
+        step = (self.low, self.high)[end]
+        return (self.start + iterations * step + evaluations * self.evaluation) / 3600
+
+
+@dataclass(frozen=True)
+class StudyPrice:
+    model: str
+    trials: int
+    iterations: tuple[float, float]  # the whole study's
+    worker_hours: tuple[float, float]
+    gpu_hours: tuple[float, float] | None
+    run_hours: tuple[float, float]  # one complete trial, what the first answer waits for
+    source: str
+
+
+@dataclass(frozen=True)
+class Price:
+    studies: list[StudyPrice]
+    slots: int
+    worker_hours: tuple[float, float]
+    gpu_hours: tuple[float, float] | None
+    wall_hours: tuple[float, float]
+    first_answer_worker_hours: tuple[float, float]
+    first_answer_wall_hours: tuple[float, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def packed_speedup(share: float, speedups: dict[str, float]) -> float:
+    """How many times the trials per hour of one trial per GPU k trials per GPU give (k = 1 /
+    share), from the recorded figures; 1 where none is recorded for that k."""
+    if share <= 0 or share >= 1:
+        return 1.0
+    return float(speedups.get(str(round(1 / share)), 1.0))
+
+
+def price(
+    spec: SweepSpec, paces: dict[str, Pace], slots: int, speedups: dict[str, dict[str, float]] | None = None
+) -> Price:
+    """The sweep's price on `slots` trials at once (see the module's docstring)."""
+    low_iterations, high_iterations = iterations_per_trial(spec)
+    full = max_iterations(spec)
+    every = first_report(spec)
+    studies = []
+    for model in spec.models:
+        pace = paces[model]
+        trials = spec.budget.trials
+        iterations = (trials * low_iterations, trials * high_iterations)
+        hours = (
+            trials * pace.trial_hours(low_iterations, low_iterations / every, 0),
+            trials * pace.trial_hours(high_iterations, high_iterations / every, 1),
+        )
+        share = spec.resources.for_model(model)["gpu"]
+        gpu = None
+        if share >= 1:
+            gpu = (hours[0] * share, hours[1] * share)
+        elif share > 0:  # k = 1 / share trials on one GPU finish k runs in k / S(k) runs' time
+            faster = packed_speedup(share, (speedups or {}).get(model, {}))
+            gpu = (hours[0] / faster, hours[1] / faster)
+            hours = (hours[0] / share / faster, hours[1] / share / faster)
+        run = (pace.trial_hours(full, full / every, 0), pace.trial_hours(full, full / every, 1))
+        studies.append(StudyPrice(model, trials, iterations, hours, gpu, run, pace.source))
+    total = (sum(s.worker_hours[0] for s in studies), sum(s.worker_hours[1] for s in studies))
+    gpus = [s.gpu_hours for s in studies if s.gpu_hours is not None]
+    gpu_total = (sum(g[0] for g in gpus), sum(g[1] for g in gpus)) if gpus else None
+    busy = max(1, min(slots, spec.budget.max_concurrent or slots))
+    first_low = sum(s.run_hours[0] for s in studies)
+    slowest = max(s.run_hours[1] for s in studies)
+    rounds = math.ceil(len(studies) / busy)  # the first trials of every model, `busy` at a time
+    return Price(
+        studies,
+        busy,
+        total,
+        gpu_total,
+        (total[0] / busy, total[1] / busy),
+        (first_low, max(first_low, busy * slowest * rounds)),
+        (max(s.run_hours[0] for s in studies) * rounds, slowest * rounds),
+    )
+
+
+def price_text(priced: Price, where: str) -> str:
+    lines = [f"  price ({where}; {priced.slots} trials at once):"]
+    for s in priced.studies:
+        gpu = "" if s.gpu_hours is None else f", {_range(s.gpu_hours)} GPU-hours"
+        lines.append(
+            f"    {s.model}: {s.trials} trials, {_range(s.iterations, '{:,.0f}')} iterations, "
+            f"{_range(s.worker_hours)} worker-hours{gpu} ({s.source})"
+        )
+    gpu = "" if priced.gpu_hours is None else f", {_range(priced.gpu_hours)} GPU-hours"
+    lines += [
+        f"    in all: {_range(priced.worker_hours)} worker-hours{gpu}, {_range(priced.wall_hours)} hours of wall time",
+        f"    to the first answer (a complete trial of every model): {_range(priced.first_answer_worker_hours)} "
+        f"worker-hours, {_range(priced.first_answer_wall_hours)} hours of wall time",
+    ]
+    return "\n".join(lines)
+
+
+def _range(pair: tuple[float, float], form: str = "{:.3g}") -> str:
+    low, high = (form.format(v) for v in pair)
+    return low if low == high else f"{low}-{high}"
+
+
+class _Middle:
+    """Answers a study's suggestions with the middle of each range (the hidden size as given)."""
+
+    def __init__(self, hidden: int | None) -> None:
+        self.hidden = hidden
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
+        return math.sqrt(low * high) if log else (low + high) / 2
+
+    def suggest_int(self, name: str, low: int, high: int, log: bool = False, step: int = 1) -> int:
+        if name == "hidden_size" and self.hidden is not None:
+            return self.hidden
+        return round(math.sqrt(low * high)) if log else low + step * ((high - low) // step // 2)
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        return choices[0]
+
+
+def ends(spec: SweepSpec, model: str, device: str) -> list[dict[str, Any]]:
+    """Trial configs of `model` at the smallest and the largest hidden size it searches (one
+    where the size is fixed), every other setting at the middle of its range."""
+    from sweeper.spec.space import suggest_params
+
+    size = spec.space(model).get("hidden_size")
+    sizes = list(size.int) if isinstance(size, IntRange) else [None]
+    configs = []
+    for hidden in sizes:
+        params = suggest_params(_Middle(hidden), spec, model)  # type: ignore[arg-type]
+        configs.append({**trial_config(spec, model, params, seed=0), "device": device})
+    return configs
+
+
+def measured_paces(
+    spec: SweepSpec, device: str, where: str, steps: int = 2, models: list[str] | None = None
+) -> dict[str, Pace]:
+    """Each model's pace (of `models`, else all), timed at both ends of its hidden-size range: its
+    steps, a trial's start and an evaluation, computing with the threads a trial gets (its CPUs)."""
+    import torch
+
+    from trainables.step_time import trial_costs
+
+    paces = {}
+    threads = torch.get_num_threads()
+    for model in models or spec.models:
+        torch.set_num_threads(max(1, int(spec.resources.for_model(model)["cpu"])))
+        try:
+            costs = [trial_costs(config, steps) for config in ends(spec, model, device)]
+        finally:
+            torch.set_num_threads(threads)
+        paces[model] = Pace(
+            min(c.step for c in costs),
+            max(c.step for c in costs),
+            f"{steps} steps, a start and an evaluation at each end of its sizes {where}",
+            max(c.start for c in costs),
+            max(c.evaluation for c in costs),
+        )
+    return paces
+
+
+def recorded_paces(spec: SweepSpec) -> tuple[dict[str, Pace], dict[str, dict[str, float]]]:
+    """The recorded figures of a GPU kind (`gpu_paces.json`): each model's pace at the papers'
+    sizes, and its trials per hour at k per GPU against one."""
+    data = json.loads(GPU_PACES.read_text())
+    where = (
+        f"steps recorded on {data['device']} at the papers' sizes, {data['date']}; starts and evaluations not"
+    )
+    paces, speedups = {}, {}
+    for model in spec.models:
+        entry = data["models"].get(model) or data["models"][data["fallback"]]
+        seconds = entry["ms_per_iteration"] / 1000
+        paces[model] = Pace(seconds, seconds, where)
+        speedups[model] = entry.get("packed", {})
+    return paces, speedups
