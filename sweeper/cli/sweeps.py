@@ -130,7 +130,12 @@ def launch(
             if not dry_run:
                 raise BadInput(f"{configs[index]}: " + "; ".join(exc.errors)) from None
             derived = {"(all)": exc.errors[0]}
-        priced = None if found else sweep_price(specs[index], address, calibrate)
+        priced, unpriced = None, None
+        if not found:
+            try:
+                priced = sweep_price(specs[index], address, calibrate)
+            except Exception as exc:  # what cannot be timed here leaves the sweep unpriced, said why
+                unpriced = f"{type(exc).__name__}: {exc}"
         prices.append(None if priced is None else priced[0])
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
@@ -138,6 +143,8 @@ def launch(
                 click.echo(matching_text(derived))
             if priced is not None:
                 click.echo(price_text(priced[0], priced[1]))
+            elif unpriced is not None:
+                click.echo(f"  price: not measured here ({unpriced})")
             click.echo("  preflight: " + ("would stop here, see below" if found else "ok"))
         problems += found
     if problems:

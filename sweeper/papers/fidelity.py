@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sweeper.papers.table_runs import NotReproducible, plan
-from trainables.reference import PublishedTable, all_tables
+from trainables.reference.published import PublishedTable, all_tables
 
 HEADER = """# Fidelity of the reproductions
 

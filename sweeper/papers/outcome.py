@@ -15,13 +15,16 @@ from dataclasses import dataclass
 from rich.table import Table
 from sqlalchemy import select
 
+from sweeper.papers.table_runs import row_params
 from sweeper.results.paper_tables import row_metric
 from sweeper.results.retrained import mean_std
 from sweeper.results.tables import cells_table
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import ConfirmationRecord, Store, SweepRecord
 from sweeper.store.states import ConfirmationStatus
-from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
+from trainables.hyperparams import ORTHOGONAL_OPTIMIZER_HYPERPARAMS
+from trainables.reference.published import PublishedTable, Reference, published_table, row_label, table_rows
+from trainables.registry import MODELS
 
 SPREAD = 2.0  # theirs is "within" when it lies within this many of our standard deviations
 
@@ -132,8 +135,28 @@ def notes(table: PublishedTable, profile: str | None = None) -> list[str]:
         f"The rows' settings are the paper's, as stated in {table.stated_in}, except these readings:",
     ]
     lines += [f"Reading of {name}: {why}" for name, why in table.readings.items()]
+    if shares_one_rate(table):
+        declared = ORTHOGONAL_OPTIMIZER_HYPERPARAMS[0].default
+        lines.append(
+            "Reading of orth_lr: the orthogonal weights train at each row's lr, one optimizer for every "
+            f"weight as the papers' code does (a sweep's declared default is {declared:g})"
+        )
     lines += [f"Not a run setting: {name} ({why})" for name, why in table.unused.items()]
     return lines
+
+
+def shares_one_rate(table: PublishedTable) -> bool:
+    """Whether a row of an orthogonal model states no rate of its own for the orthogonal weights,
+    so that it runs them at its `lr` (`table_runs.row_params`)."""
+    for ref in table_rows(table):
+        if table.not_runnable is None and MODELS.get(ref.model).orthogonal:
+            try:
+                params = row_params(table, ref)
+            except ValueError:  # a row that does not run says nothing of how it would
+                continue
+            if "lr" in params and params.get("orth_lr") == params["lr"]:
+                return True
+    return False
 
 
 def to_markdown(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sweeper.papers.provenance import Setting
-from trainables.reference import PublishedTable
+from trainables.reference.published import PublishedTable
 from trainables.registry import MODELS, TASKS
 from trainables.sizing import network_parameters
 

@@ -19,7 +19,7 @@ from sweeper.papers.provenance import PAPER_SETTINGS
 from sweeper.papers.table_runs import row_params
 from sweeper.spec.sweep import SweepSpec
 from sweeper.spec.values import FRACTION_SUFFIX, Choice, FloatRange, Fraction, Grid, IntRange
-from trainables.reference import all_tables, row_label, table_rows
+from trainables.reference.published import all_tables, row_label, table_rows
 from trainables.registry import TASKS
 
 log = logging.getLogger(__name__)

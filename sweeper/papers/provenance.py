@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from trainables.hyperparams import TRAINING
 from trainables.models.orthogonal import resolve_layout
-from trainables.reference import PublishedTable, Reference
+from trainables.reference.published import PublishedTable, Reference
 from trainables.registry import MODELS, TASKS
 
 # The papers' setting names → ours (`task.` for a task setting).

@@ -19,7 +19,7 @@ from sweeper.papers.provenance import INNER_SIZE, PAPER_SETTINGS, Setting, run_s
 from sweeper.spec.sweep import SweepSpec
 from trainables.catalog import load_all
 from trainables.hyperparams import TRAINING, validate_values
-from trainables.reference import PublishedTable, Reference, published_table, row_label, table_rows
+from trainables.reference.published import PublishedTable, Reference, published_table, row_label, table_rows
 from trainables.registry import MODELS, TASKS
 
 REQUIRED = ("hidden_size", "lr", "optimizer", "batch_size", "iterations")

@@ -29,7 +29,7 @@ from sweeper.store.trial_record import (
     final_metrics,
     parameter_count,
 )
-from trainables.reference import PublishedTable, Reference, published_table, references_for
+from trainables.reference.published import PublishedTable, Reference, published_table, references_for
 
 COMPARED_SETTINGS = ("hidden_size", "iterations", "batch_size", "rho")
 CONDITION_SETTINGS = {"T": "T", "layers": "layers"}  # the paper's task settings a number depends on

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainables.reference import (
+from trainables.reference.published import (
     SPLITS,
     Reference,
     ReferenceDataError,

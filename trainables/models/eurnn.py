@@ -8,8 +8,9 @@ from torch import nn
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
-from trainables.models.orthogonal import GIVENS_HYPERPARAMS, GivensRotations, resolve_layout
-from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
+from trainables.models.orthogonal import GivensRotations, resolve_layout
+from trainables.models.orthogonal_settings import CAPACITY, GIVENS_HYPERPARAMS, LAYOUT
+from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 
@@ -26,11 +27,11 @@ class EURNN(OrthogonalModel):
         self,
         input_size: int,
         hidden_size: int,
-        layout: str = "auto",
-        capacity: int = 2,
-        modrelu_eps: float = 0.0,
-        kernel: str = "auto",
-        kernel_precision: str = "ieee",
+        layout: str = LAYOUT.default,
+        capacity: int = CAPACITY.default,
+        modrelu_eps: float = MODRELU_EPS.default,
+        kernel: str = KERNEL.default,
+        kernel_precision: str = KERNEL_PRECISION.default,
     ) -> None:
         super().__init__()
         self.input_size = input_size

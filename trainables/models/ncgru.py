@@ -37,60 +37,40 @@ from trainables.models.initialization import (
     uniform_,
 )
 from trainables.models.modrelu import MODRELU_EPS, ModReLU
-from trainables.models.orthogonal import RHO, ScaledCayley
+from trainables.models.orthogonal import ScaledCayley
+from trainables.models.orthogonal_settings import NEUMANN_ORDER, RESET_INTERVAL, RHO
 from trainables.models.scans import loop
-from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
+from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
-INITS = ("paper", "synthetic_code", "ptb_code")
+ORTHOGONAL = Hyperparam(
+    "orthogonal",
+    "categorical",
+    "rc",
+    choices=("c", "rc", "ruc"),
+    help="which recurrent weights are scaled Cayley matrices: U_c, U_r and U_c, or all three",
+)
+RESET = Hyperparam(
+    "reset",
+    "categorical",
+    "before",
+    choices=("before", "after"),
+    help="reset gate before the candidate's product (eq. 19) or after it (the PTB code)",
+)
+INIT = Hyperparam(
+    "init",
+    "categorical",
+    "paper",
+    choices=("paper", "synthetic_code", "ptb_code"),
+    help="initial weights: paper (A as stated, the rest torch.nn.GRU's), the authors' "
+    "synthetic-task code or their PTB code",
+)
 
 
 @register_model(
     "ncgru",
-    hyperparams=(
-        Hyperparam(
-            "orthogonal",
-            "categorical",
-            "rc",
-            choices=("c", "rc", "ruc"),
-            help="which recurrent weights are scaled Cayley matrices: U_c, U_r and U_c, or all three",
-        ),
-        Hyperparam(
-            "reset",
-            "categorical",
-            "before",
-            choices=("before", "after"),
-            help="reset gate before the candidate's product (eq. 19) or after it (the PTB code)",
-        ),
-        RHO,
-        Hyperparam(
-            "neumann_order",
-            "int",
-            2,
-            low=0,
-            high=3,
-            help="Neumann series order of the inverse update; 0 computes the exact inverse every step",
-        ),
-        Hyperparam(
-            "reset_interval",
-            "int",
-            50,
-            low=1,
-            high=10**6,
-            help="optimizer steps between exact recomputations of the inverse",
-        ),
-        Hyperparam(
-            "init",
-            "categorical",
-            "paper",
-            choices=INITS,
-            help="initial weights: paper (A as stated, the rest torch.nn.GRU's), the authors' "
-            "synthetic-task code or their PTB code",
-        ),
-        MODRELU_EPS,
-        *KERNEL_SETTINGS,
-    ),
+    hyperparams=(ORTHOGONAL, RESET, RHO, NEUMANN_ORDER, RESET_INTERVAL, INIT, MODRELU_EPS, *KERNEL_SETTINGS),
     orthogonal=True,
     description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",
 )
@@ -102,24 +82,20 @@ class NCGRU(OrthogonalModel):
         self,
         input_size: int,
         hidden_size: int,
-        orthogonal: str = "rc",
-        reset: str = "before",
-        rho: int = 0,
-        neumann_order: int = 2,
-        reset_interval: int = 50,
-        init: str = "paper",
-        modrelu_eps: float = 0.0,
-        kernel: str = "auto",
-        kernel_precision: str = "ieee",
+        orthogonal: str = ORTHOGONAL.default,
+        reset: str = RESET.default,
+        rho: int = RHO.default,
+        neumann_order: int = NEUMANN_ORDER.default,
+        reset_interval: int = RESET_INTERVAL.default,
+        init: str = INIT.default,
+        modrelu_eps: float = MODRELU_EPS.default,
+        kernel: str = KERNEL.default,
+        kernel_precision: str = KERNEL_PRECISION.default,
     ) -> None:
         super().__init__()
         self.kernel, self.kernel_precision = kernel, kernel_precision
-        if init not in INITS:
-            raise ValueError(f"init: expected one of {', '.join(INITS)}, got {init!r}")
-        if reset not in ("before", "after"):
-            raise ValueError(f"reset: expected before or after, got {reset!r}")
-        if orthogonal not in ("c", "rc", "ruc"):
-            raise ValueError(f"orthogonal: expected c, rc or ruc, got {orthogonal!r}")
+        for declared, value in ((INIT, init), (RESET, reset), (ORTHOGONAL, orthogonal)):
+            declared.validate(value)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.reset_before = reset == "before"

@@ -19,32 +19,11 @@ from typing import Literal
 import torch
 from torch import nn
 
-from trainables.hyperparams import Hyperparam
-from trainables.models.scans.choice import build_matrix
+from trainables.models.orthogonal_settings import NEUMANN_ORDER, RESET_INTERVAL
+from trainables.models.scans.choice import KERNEL, build_matrix
 from trainables.models.scans.self_check import KernelRecord
 
 GivensLayout = Literal["fft", "tunable"]
-
-GIVENS_HYPERPARAMS: tuple[Hyperparam, ...] = (
-    Hyperparam(
-        "layout",
-        "categorical",
-        "auto",
-        choices=("auto", "fft", "tunable"),
-        help="Givens layout of U: fft (log2 n layers), tunable (capacity layers), auto: fft when n is a power of two",
-    ),
-    Hyperparam(
-        "capacity",
-        "int",
-        2,
-        low=1,
-        high=4096,
-        help="layers of the tunable layout (n reaches all of SO(n)); ignored by fft",
-    ),
-)
-RHO = Hyperparam(
-    "rho", "int", 0, low=0, high=65536, at_most="hidden_size", help="entries −1 in the Cayley scaling D"
-)
 
 
 def is_power_of_two(n: int) -> bool:
@@ -281,17 +260,16 @@ class ScaledCayley(nn.Module):
         n: int,
         rho: int,
         neumann_order: int | None = None,
-        reset_interval: int = 50,
-        kernel: str = "auto",
+        reset_interval: int = RESET_INTERVAL.default,
+        kernel: str = KERNEL.default,
         record: KernelRecord | None = None,
     ) -> None:
         super().__init__()
         self.kernel = kernel
         self.record = record
-        if neumann_order is not None and not 0 <= neumann_order <= 3:
-            raise ValueError(f"neumann_order must be 0 (exact inverse), 1, 2 or 3, got {neumann_order}")
-        if reset_interval < 1:
-            raise ValueError(f"reset_interval must be ≥ 1, got {reset_interval}")
+        if neumann_order is not None:
+            NEUMANN_ORDER.validate(neumann_order)
+        RESET_INTERVAL.validate(reset_interval)
         self.n = n
         self.rho = rho
         self.neumann_order = neumann_order

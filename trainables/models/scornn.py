@@ -12,8 +12,9 @@ from torch import nn
 from trainables.models.base import OrthogonalModel, State
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
 from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
-from trainables.models.orthogonal import RHO, ScaledCayley
-from trainables.models.scans.choice import KERNEL_SETTINGS, fused_scans
+from trainables.models.orthogonal import ScaledCayley
+from trainables.models.orthogonal_settings import RHO
+from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
 from trainables.registry import register_model
 
 
@@ -30,10 +31,10 @@ class ScoRNN(OrthogonalModel):
         self,
         input_size: int,
         hidden_size: int,
-        rho: int = 0,
-        modrelu_eps: float = 0.0,
-        kernel: str = "auto",
-        kernel_precision: str = "ieee",
+        rho: int = RHO.default,
+        modrelu_eps: float = MODRELU_EPS.default,
+        kernel: str = KERNEL.default,
+        kernel_precision: str = KERNEL_PRECISION.default,
     ) -> None:
         super().__init__()
         self.input_size = input_size

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sweeper.papers.fidelity import render
 from sweeper.papers.table_runs import NotReproducible, plan
-from trainables.reference import all_tables
+from trainables.reference.published import all_tables
 
 PAGE = Path(__file__).parents[3] / "docs" / "fidelity.md"
 
@@ -31,3 +31,16 @@ def test_the_page_names_every_table_and_every_reading() -> None:
             assert why in page, (table.key, key)
         for row in rows:
             assert f"- {row.label}: {row.parameters.text()}" in page
+
+
+def test_a_table_that_runs_the_orthogonal_weights_at_lr_says_so() -> None:
+    from sweeper.papers.outcome import notes, shares_one_rate
+    from trainables.reference.published import all_tables
+
+    ncgru = [t for t in all_tables() if t.paper == "ncgru"]
+    runnable = [t for t in ncgru if t.not_runnable is None]
+    assert runnable and all(shares_one_rate(t) for t in runnable)
+    assert any(
+        line.startswith("Reading of orth_lr: the orthogonal weights train at each row's lr")
+        for line in notes(ncgru[0])
+    )

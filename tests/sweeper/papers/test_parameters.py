@@ -9,7 +9,7 @@ import pytest
 
 from sweeper.papers.parameters import Count, count_reading, network_count
 from sweeper.papers.table_runs import NotReproducible, plan, reproduction_text, spec_for
-from trainables.reference import all_tables, published_table
+from trainables.reference.published import all_tables, published_table
 from trainables.registry import MODELS
 
 # Tables whose every row is refused on a count computed from the data (tested below).

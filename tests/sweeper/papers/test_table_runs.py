@@ -12,7 +12,7 @@ from sweeper.papers.provenance import OPERATIONAL, run_settings
 from sweeper.papers.table_runs import NotReproducible, plan, row_params, spec_for
 from sweeper.results.paper_tables import row_metric
 from tests.sweeper.papers.test_parameters import REFUSED
-from trainables.reference import all_tables, published_table, table_rows
+from trainables.reference.published import all_tables, published_table, table_rows
 
 
 def test_ncgru_table_2_runs_each_published_row_at_its_settings() -> None:

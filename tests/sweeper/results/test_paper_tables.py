@@ -20,7 +20,7 @@ from sweeper.spec.sweep import trial_config
 from sweeper.store.database import ConfirmationRecord, Store
 from sweeper.store.trial_record import FINAL_METRICS_ATTR
 from tests.helpers import tiny_spec
-from trainables.reference import references_for
+from trainables.reference.published import references_for
 from trainables.train import TrialConfig, build, network_facts
 
 CURVES = {  # model → trials: (hidden_size, lr, {step: valid_loss})
@@ -229,7 +229,7 @@ def test_each_study_figure_names_its_model(handmade):
 
 def test_accuracy_cells_read_the_all_steps_accuracy_and_name_missing_metrics() -> None:
     from sweeper.results.paper_tables import conditions
-    from trainables.reference import published_table
+    from trainables.reference.published import published_table
 
     table = published_table("ncgru", "Table 8")
     ref = next(r for r in references_for("denoise", T=400) if r.table == "Table 8" and r.model == "gru")
