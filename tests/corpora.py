@@ -1,5 +1,5 @@
 """Data sets in the real file formats, generated, for the tests of file tasks and the benchmarks
-of their cost (`benchmarks/data_time.py`).
+of their cost (`benchmarks/overheads/data_time.py`).
 
 The real corpora cannot be downloaded in CI (TIMIT not at all). Tests write a few lines of
 PTB-like words; benchmarks write the real sizes, whose cost to a trial depends on their size and

@@ -30,10 +30,10 @@ def test_every_import_contract_is_kept() -> None:
 def test_no_module_is_over_400_lines() -> None:
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text().splitlines())
-        for package in ("sweeper", "trainables")
+        for package in ("sweeper", "trainables", "benchmarks")
         for path in (ROOT / package).rglob("*.py")
     }
-    assert len(sizes) > 60
+    assert len(sizes) > 100
     assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES} == {}
 
 

@@ -5,7 +5,7 @@ The chance is a logistic function of what the race sees at a rung: the gap betwe
 families' best values there (on a log scale, each clipped at the task's memoryless baseline,
 where a value is no evidence of learning yet), the trials behind each of them and how far
 through a trial the rung lies. It is learned from recorded tables of learning curves
-(`benchmarks/blackbox/prior.py`): random sweeps of each family drawn from a table, each
+(`benchmarks/search_tables/prior.py`): random sweeps of each family drawn from a table, each
 family's best at the rung against its best after the whole budget, for every pair of families.
 A sweep cannot learn it from its own trials: when it must decide, none of them has finished.
 The shipped prior (`curve_prior.json`) says which tables and tasks it was learned from.

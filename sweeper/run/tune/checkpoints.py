@@ -5,7 +5,7 @@ never restores a trial that has ended (`resume` reruns interrupted trials from t
 an ended trial's checkpoint is only disk in use. Tune could keep one per trial itself
 (`CheckpointConfig(num_to_keep=1)`), but then it writes a snapshot of the whole experiment at
 every trial checkpoint, in the driver's loop, and that snapshot grows with the number of trials
-(`benchmarks/checkpoints.py`). So Tune keeps every checkpoint in its books and this callback
+(`benchmarks/overheads/checkpoints.py`). So Tune keeps every checkpoint in its books and this callback
 deletes the superseded ones, on a thread of its own so that a slow filesystem holds no trial.
 """
 

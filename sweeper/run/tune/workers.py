@@ -8,7 +8,7 @@ when the driver connects and can import modules in them while they wait
 environment, and Tune gives every trainable one (`env_vars` of `PL_DISABLE_FORK`, for PyTorch
 Lightning). Sweeper therefore puts that variable in the environment the local Ray inherits and
 creates its trial actors without a runtime environment of their own, so they land on the warm
-idle workers. (`benchmarks/worker_start.py` and `overhead.py` measure it.)
+idle workers. (`benchmarks/overheads/worker_start.py` and `overhead.py` measure it.)
 
 Ray starts one idle worker per logical CPU, so a local Ray gets as many CPUs as the sweep's
 concurrent trials reserve (`local_cpus`): the workers it starts are the ones the trials use, and

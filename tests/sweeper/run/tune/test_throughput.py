@@ -5,7 +5,7 @@
 - Warm workers: that process had imported what a trial needs (`torch._dynamo` included) before
   its first trial, and yet its trials compute with the one thread their one CPU allows. (When Ray
   started it is not compared with when the sweep started: on a slow machine Ray's prestart may
-  fork it a moment later; `benchmarks/worker_start.py` measures the start itself.)
+  fork it a moment later; `benchmarks/overheads/worker_start.py` measures the start itself.)
 - A late worker: the second of two slots takes trials even when trials are shorter than its
   start (Tune would stop its starting actor and hand the first worker's to its trial).
 - Checkpoints: a trial keeps only its newest on disk, and none once it has ended.

@@ -1,0 +1,191 @@
+"""Learn the curves race's prior (`sweeper.run.search.curve_prior`) and the verdict's fallback
+seed noise (`sweeper.results.odds`) from recorded tables.
+
+For each table and task: many random sweeps, each drawing `--budget` recorded runs per model
+(configuration and seed at random, as random search would); at each of the race's rungs and for
+a few numbers of trials measured so far, every pair of models where the first is behind (or
+level) at that rung gives one example: its log gap there (each side's best so far, clipped at the
+task's baseline), the trials behind it, the rung's share of a trial, and whether the first
+model's best after the whole budget beats the second's. A logistic fit to those examples is the
+prior. The race states its odds with the shipped one, learned from every recorded task; the
+replay judges a task with one learned from the other tasks only (`learned`).
+
+The seed noise is the spread of one run's best value between its seeds on the log scale, pooled
+over each (task, model)'s five best configurations.
+
+    python -m benchmarks.search_tables.prior --out sweeper/run/search/curve_prior.json \
+        --noise-out sweeper/results/seed_noise.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.search_tables import table as tables
+from sweeper.run.search.curve_prior import CurvePrior, features
+from sweeper.run.search.curve_race import as_loss
+
+TRIALS_MEASURED = (1, 2, 3, 4, 6, 8, 12)
+L2 = 1e-3  # keeps the fit finite where a task separates its models perfectly
+
+
+def rung_indices(table: tables.Table, reduction: float = 3.0) -> list[int]:
+    """The evaluations at the race's rungs in a replayed sweep of the table (ASHA's grace period
+    at the first report, the benchmark's reduction factor), and the last."""
+    steps = list(table.steps)
+    rung, out = float(steps[0]), []
+    while rung < steps[-1]:
+        out.append(int(np.argmin(np.abs(np.array(steps) - rung))))
+        rung *= reduction
+    return sorted({*out, len(steps) - 1})
+
+
+def examples(
+    table: tables.Table, task: str, budget: int, sweeps: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(features, overtook) over random sweeps of one task: see the module's docstring."""
+    info = table.tasks[task]
+    ceiling = math.inf if info.baseline is None else as_loss(info.baseline, info.mode)
+    runs = {}
+    for model, c in table.curves[task].items():
+        loss = np.vectorize(lambda v: as_loss(v, info.mode) if np.isfinite(v) else np.nan)(c.objective)
+        best = np.fmin.accumulate(np.where(np.isnan(loss), np.inf, loss), axis=2)
+        recorded = np.argwhere(c.status != tables.MISSING)
+        final = np.where(c.status == tables.COMPLETE, best[:, :, -1], np.inf)
+        runs[model] = (np.minimum(best, ceiling), final, recorded)
+    rungs = rung_indices(table)
+    steps = table.steps
+    rows, labels = [], []
+    for _ in range(sweeps):
+        drawn = {}
+        for model, (best, final, recorded) in runs.items():
+            pick = recorded[rng.choice(len(recorded), min(budget, len(recorded)), replace=False)]
+            drawn[model] = (best[pick[:, 0], pick[:, 1]], final[pick[:, 0], pick[:, 1]].min())
+        for e in rungs:
+            for n in TRIALS_MEASURED:
+                if n >= budget:
+                    continue
+                front = {m: float(np.min(b[:n, e])) for m, (b, _) in drawn.items()}
+                for f in drawn:
+                    for g in drawn:
+                        if f == g or not (math.isfinite(front[f]) and math.isfinite(front[g])):
+                            continue
+                        gap = math.log(front[f]) - math.log(front[g])
+                        if gap < 0:
+                            continue
+                        rows.append(features(gap, n, float(steps[e] / steps[-1])))
+                        labels.append(drawn[f][1] < drawn[g][1])
+    return np.array(rows), np.array(labels, dtype=float)
+
+
+def fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Logistic regression by Newton's method, with a small ridge."""
+    w = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -50, 50)))
+        hessian = x.T @ (x * (p * (1 - p))[:, None]) + L2 * np.eye(len(w))
+        step = np.linalg.solve(hessian, x.T @ (y - p) - L2 * w)
+        w += step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def learned(
+    sources: list[tuple[str, tables.Table]],
+    tasks: list[str] | None = None,
+    budget: int = 24,
+    sweeps: int = 300,
+    seed: int = 0,
+) -> CurvePrior:
+    """The prior learned from the named tables, on `tasks` only where given."""
+    rng = np.random.default_rng(seed)
+    xs, ys, used = [], [], []
+    for name, table in sources:
+        for task in table.curves:
+            if tasks is not None and task not in tasks:
+                continue
+            x, y = examples(table, task, budget, sweeps, rng)
+            xs.append(x)
+            ys.append(y)
+            used.append(f"{name}/{task}")
+    if not xs:
+        raise tables.TableMismatch(f"no task to learn from in {', '.join(name for name, _ in sources)}")
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    return CurvePrior(
+        tuple(float(w) for w in fit(x, y)),
+        {
+            "tables": used,
+            "examples": len(y),
+            "budget": budget,
+            "sweeps": sweeps,
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        },
+    )
+
+
+def seed_spread(
+    sources: list[tuple[str, tables.Table]], tasks: list[str] | None = None, top: int = 5
+) -> dict:
+    """One run's best value's spread between seeds relative to its mean (the median over each
+    (task, model)'s `top` best configurations with two seeds or more)."""
+    from benchmarks.search_tables.verdicts import run_bests
+
+    relative, used = [], []
+    for name, table in sources:
+        for task, models in table.curves.items():
+            if tasks is not None and task not in tasks:
+                continue
+            sign = table.sign(task)
+            for c in models.values():
+                bests = run_bests(c, table.tasks[task].mode)
+                counts = np.isfinite(bests).sum(axis=1)
+                means = np.nansum(np.where(np.isfinite(bests), bests, 0), axis=1) / np.maximum(counts, 1)
+                order = np.argsort(np.where(counts > 0, sign * means, np.inf))
+                for design in order[:top]:
+                    runs = bests[design][np.isfinite(bests[design])]
+                    if len(runs) >= 2 and np.mean(runs) != 0:
+                        relative.append(float(np.std(runs, ddof=1) / abs(np.mean(runs))))
+            used.append(f"{name}/{task}")
+    if not relative:
+        raise tables.TableMismatch("no configuration with two seeds to learn the seed noise from")
+    return {"relative": float(np.median(relative)), "configurations": len(relative), "tables": used}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tables", nargs="+", type=Path, default=[Path("benchmarks/results/blackbox")])
+    parser.add_argument("--tasks", nargs="+", help="learn from these tasks only")
+    parser.add_argument("--budget", type=int, default=24, help="trials per model in a drawn sweep")
+    parser.add_argument("--sweeps", type=int, default=300, help="random sweeps drawn per task")
+    parser.add_argument("--out", type=Path, help="write the prior here (JSON)")
+    parser.add_argument("--noise-out", type=Path, help="write the seed noise here (JSON)")
+    args = parser.parse_args(argv)
+    from benchmarks.search_tables.loading import load
+
+    try:
+        sources = [(f.name, load(f, None)) for f in args.tables]
+        prior = learned(sources, args.tasks, args.budget, args.sweeps)
+        noise = seed_spread(sources, args.tasks)
+    except tables.TableMismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for data, path in ((prior.as_dict(), args.out), (noise, args.noise_out)):
+        text = json.dumps(data, indent=1) + "\n"
+        print(text, end="")
+        if path is not None:
+            path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

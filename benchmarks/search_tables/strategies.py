@@ -1,0 +1,81 @@
+"""The search benchmark's sweep and the strategies it compares: shared by the recorded table
+(whose design is drawn over this sweep's spaces, `space`), its replay, and the real-training
+benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.search_tables.space import raw_space
+from benchmarks.search_tables.table import Settings
+from sweeper.spec.loading import parse_spec
+from sweeper.spec.sweep import SweepSpec
+
+
+@dataclass(frozen=True)
+class Strategy:
+    sampler: str  # the spec's sampler; "old" is independent TPE, set on the studies
+    scheduler: str = "asha"
+    paper_points: bool = False
+    warm: bool = False
+    allocate: str = "equal"  # the spec's (equal, race, curves), or the benchmark's own (top2, maxucb)
+    late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
+    drop_below: float | None = None  # the curves race's threshold, where not the spec's default
+
+    @property
+    def spec_allocate(self) -> str:
+        """What the spec says: an allocation of the benchmark's own runs on equal budgets."""
+        return self.allocate if self.allocate in ("equal", "race", "curves") else "equal"
+
+
+STRATEGIES = {  # in the order they run: the comparison that matters most first
+    "random": Strategy("random", scheduler="none"),
+    "default": Strategy("tpe", paper_points=True),
+    "curves": Strategy("tpe", paper_points=True, allocate="curves"),
+    "curves-0.01": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.01),
+    "curves-0.1": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.1),
+    "race": Strategy("tpe", paper_points=True, allocate="race"),
+    "top2": Strategy("tpe", paper_points=True, allocate="top2"),
+    "maxucb": Strategy("tpe", scheduler="none", paper_points=True, allocate="maxucb"),
+    "old": Strategy("old"),
+    "all": Strategy("tpe", paper_points=True, warm=True, allocate="race"),
+    "+points": Strategy("old", paper_points=True),
+    "+race": Strategy("old", allocate="race"),
+    "+warm": Strategy("old", warm=True),
+    "+tpe": Strategy("tpe"),
+    "+gp": Strategy("gp"),
+    "+grace": Strategy("tpe", paper_points=True, late_grace=True),
+}
+
+
+def sweep_spec(
+    task: str, strategy: Strategy, seed: int, settings: Settings, trials: int, models: list[str], **extra: Any
+) -> SweepSpec:
+    """The benchmark's sweep of `task` and `models` under `strategy`; `extra` overrides top-level
+    spec entries (a scheduler's reduction factor, a race's rung) when a default is being tuned."""
+    raw: dict[str, Any] = {
+        "name": f"search-{task}",
+        **raw_space(task, settings, models),
+        "sampler": {
+            "name": "tpe" if strategy.sampler == "old" else strategy.sampler,
+            "seed": seed,
+            "paper_points": strategy.paper_points,
+        },
+        "scheduler": {
+            "name": strategy.scheduler,
+            "grace_period": settings.iterations // 3 if strategy.late_grace else settings.eval_every,
+            "reduction_factor": 3,
+        },
+        "budget": {
+            "trials": trials,
+            "allocate": strategy.spec_allocate,
+            **({} if strategy.drop_below is None else {"drop_below": strategy.drop_below}),
+        },
+        "seed": seed,
+    }
+    for key, value in extra.items():
+        raw[key] = {**raw[key], **value} if isinstance(raw.get(key), dict) else value
+    return parse_spec(json.dumps(raw), f"benchmark {task}")
