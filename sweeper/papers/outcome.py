@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from rich.table import Table
 from sqlalchemy import select
 
-from sweeper.papers.table_runs import row_params
+from sweeper.papers.table_runs import stated_settings
 from sweeper.results.paper_tables import row_metric
 from sweeper.results.retrained import mean_std
 from sweeper.results.tables import cells_table
@@ -147,14 +147,15 @@ def notes(table: PublishedTable, profile: str | None = None) -> list[str]:
 
 def shares_one_rate(table: PublishedTable) -> bool:
     """Whether a row of an orthogonal model states no rate of its own for the orthogonal weights,
-    so that it runs them at its `lr` (`table_runs.row_params`)."""
+    so that it runs them at its `lr` (`table_runs.row_params`). Read from what the table states
+    alone: a report reads it without the tasks' registry."""
     for ref in table_rows(table):
         if table.not_runnable is None and MODELS.get(ref.model).orthogonal:
             try:
-                params = row_params(table, ref)
+                stated = stated_settings(table, ref)
             except ValueError:  # a row that does not run says nothing of how it would
                 continue
-            if "lr" in params and params.get("orth_lr") == params["lr"]:
+            if "lr" in stated and "orth_lr" not in stated:
                 return True
     return False
 

@@ -172,9 +172,10 @@ def _counts(entry: PublishedTable, built: dict[int, tuple[Reference, dict[str, A
     return {index: counted[first[key]] for index, key in keys.items()}
 
 
-def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
-    """The row's settings in our names, with the table's readings on top; ValueError says what
-    has no counterpart or is missing."""
+def stated_settings(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
+    """What the paper and the table's readings state for the row, in our names, before anything
+    is filled in or checked against the registries; ValueError names a setting without a
+    counterpart."""
     params: dict[str, Any] = {}
     for name, value in ref.settings.items():
         if name in entry.unused:
@@ -186,6 +187,13 @@ def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
     params.update(ref.model_settings)
     params.update(entry.settings)
     params.update(entry.per_model.get(ref.model, {}))
+    return params
+
+
+def row_params(entry: PublishedTable, ref: Reference) -> dict[str, Any]:
+    """The row's settings in our names, with the table's readings on top; ValueError says what
+    has no counterpart or is missing."""
+    params = stated_settings(entry, ref)
     model = MODELS.get(ref.model)
     if model.orthogonal and "orth_lr" not in params and "lr" in params:
         params["orth_lr"] = params["lr"]  # one optimizer and rate for every weight unless stated

@@ -44,3 +44,20 @@ def test_a_table_that_runs_the_orthogonal_weights_at_lr_says_so() -> None:
         line.startswith("Reading of orth_lr: the orthogonal weights train at each row's lr")
         for line in notes(ncgru[0])
     )
+
+
+def test_a_report_reads_the_tables_notes_without_the_tasks_registry() -> None:
+    """`sweeper report` renders a reproduction's notes without loading the tasks (nor torch)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from sweeper.papers.outcome import notes\n"
+        "from trainables.reference.published import all_tables\n"
+        "from trainables.registry import TASKS\n"
+        "assert TASKS.names() == []\n"
+        "print(sum(len(notes(t)) for t in all_tables()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) > 0
