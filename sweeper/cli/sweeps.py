@@ -58,6 +58,12 @@ if TYPE_CHECKING:
     help="With --address: time each model on a worker of the cluster and read its size (else the "
     "price rests on recorded GPU figures, and a --dry-run starts nothing on the cluster).",
 )
+@click.option(
+    "--no-price",
+    is_flag=True,
+    help="Time no model before starting: the sweep starts at once, unpriced (status then has no "
+    "prediction to set beside what it spent).",
+)
 @click.option("--no-gpus", is_flag=True, help="Train every trial on the CPU, whatever resources.gpus says.")
 @click.option(
     "--warm-start",
@@ -83,6 +89,7 @@ def launch(
     seed: int | None,
     dry_run: bool,
     calibrate: bool,
+    no_price: bool,
     no_gpus: bool,
     warm_from: str | None,
     results: str | None,
@@ -118,6 +125,8 @@ def launch(
             raise BadInput(f"--no-gpus: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
     if calibrate and address is None:
         raise BadInput("--calibrate times a cluster's worker: give the cluster's --address")
+    if calibrate and no_price:
+        raise BadInput("--calibrate prices the sweep on a worker; --no-price prices nothing: give one")
     places, problems, prices = [], [], []
     for index, spec in enumerate(specs):
         url = storage or spec.storage or default_storage_url()
@@ -130,12 +139,12 @@ def launch(
             if not dry_run:
                 raise BadInput(f"{configs[index]}: " + "; ".join(exc.errors)) from None
             derived = {"(all)": exc.errors[0]}
-        priced, unpriced = None, None
-        if not found:
+        priced, unpriced = None, "not asked (--no-price)" if no_price else None
+        if not found and not no_price:
             try:
                 priced = sweep_price(specs[index], address, calibrate)
             except Exception as exc:  # what cannot be timed here leaves the sweep unpriced, said why
-                unpriced = f"{type(exc).__name__}: {exc}"
+                unpriced = f"not measured here ({type(exc).__name__}: {exc})"
         prices.append(None if priced is None else priced[0])
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
@@ -144,7 +153,7 @@ def launch(
             if priced is not None:
                 click.echo(price_text(priced[0], priced[1]))
             elif unpriced is not None:
-                click.echo(f"  price: not measured here ({unpriced})")
+                click.echo(f"  price: {unpriced}")
             click.echo("  preflight: " + ("would stop here, see below" if found else "ok"))
         problems += found
     if problems:

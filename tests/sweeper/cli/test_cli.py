@@ -72,6 +72,24 @@ def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path):
     assert refused.exit_code == 2 and "give the cluster's --address" in refused.output
 
 
+def test_no_price_times_no_model(runner, tmp_path, monkeypatch):
+    """A researcher who wants the sweep to start at once asks for no price: no model is timed."""
+    import sweeper.run.pricing
+
+    def timed(*args: object) -> None:
+        raise AssertionError("a model was timed")
+
+    monkeypatch.setattr(sweeper.run.pricing, "sweep_price", timed)
+    path = write_spec(tmp_path, tiny_spec())
+    result = invoke(runner, "launch", str(path), "--dry-run", "--no-price")
+    assert result.exit_code == 0, result.output
+    assert "price: not asked (--no-price)" in result.output and "worker-hours" not in result.output
+    both = invoke(
+        runner, "launch", str(path), "--dry-run", "--no-price", "--calibrate", "--address", "ray://x:1"
+    )
+    assert both.exit_code == 2 and "--no-price prices nothing" in both.output
+
+
 def test_bad_time_budget_option(runner, tmp_path):
     path = write_spec(tmp_path, tiny_spec())
     result = invoke(runner, "launch", str(path), "--time-budget", "later")

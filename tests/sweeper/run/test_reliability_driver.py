@@ -48,7 +48,8 @@ def test_driver_sigkill_then_resume(tmp_path):
     config = write_spec(tmp_path, spec)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
 
-    process = start_cli(["launch", str(config)], tmp_path, cli_env(BENCH_PLUGINS))
+    # unpriced: timing the task's steps would start trials of its own in `started`
+    process = start_cli(["launch", str(config), "--no-price"], tmp_path, cli_env(BENCH_PLUGINS))
     driver = psutil.Process(process.pid)
     deadline = time.monotonic() + 300
     before: dict[tuple[str, int], float] = {}

@@ -59,8 +59,18 @@ def test_a_sweep_packs_trials_on_declared_gpus_and_each_records_its_gpu(tmp_path
         "gated.yaml",
     )
     env = cli_env({**GPU_PLUGINS, GPU_TRIALS_ON_CPU_ENV: "1"})
+    # unpriced: timing the task's steps would count as trials that met (and wait for the others)
     launched = run_cli(
-        ["launch", str(orthogonal), str(gated), "--storage", storage, "--tracking-uri", tracking],
+        [
+            "launch",
+            str(orthogonal),
+            str(gated),
+            "--storage",
+            storage,
+            "--tracking-uri",
+            tracking,
+            "--no-price",
+        ],
         tmp_path,
         env,
     )
