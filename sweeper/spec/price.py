@@ -14,24 +14,19 @@ complete trial) costs at least one whole run of each model and, with every slot 
 at most the slots times the slowest of those runs. Trials packed k to a GPU take the GPU-hours of
 their packed pace (`gpu_paces.json`: trials per hour at k per GPU, measured).
 
-The pace is measured, never guessed: a few steps here where the trials run here, or the
-project's recorded figures for a GPU kind where they run on a cluster's GPUs; the price says
-which. Nothing of it is run on a cluster unless asked (`--calibrate`).
+The paces are measured, never guessed (`sweeper.run.pricing` says where each comes from); this
+module only does the arithmetic.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from sweeper.spec.sweep import SweepSpec, trial_config
+from sweeper.spec.sweep import SweepSpec
 from sweeper.spec.values import IntRange
 from trainables.hyperparams import TRAINING
-
-GPU_PACES = Path(__file__).with_name("gpu_paces.json")
 
 
 def max_iterations(spec: SweepSpec) -> int:
@@ -197,78 +192,3 @@ def price_text(priced: Price, where: str) -> str:
 def _range(pair: tuple[float, float], form: str = "{:.3g}") -> str:
     low, high = (form.format(v) for v in pair)
     return low if low == high else f"{low}-{high}"
-
-
-class _Middle:
-    """Answers a study's suggestions with the middle of each range (the hidden size as given)."""
-
-    def __init__(self, hidden: int | None) -> None:
-        self.hidden = hidden
-
-    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
-        return math.sqrt(low * high) if log else (low + high) / 2
-
-    def suggest_int(self, name: str, low: int, high: int, log: bool = False, step: int = 1) -> int:
-        if name == "hidden_size" and self.hidden is not None:
-            return self.hidden
-        return round(math.sqrt(low * high)) if log else low + step * ((high - low) // step // 2)
-
-    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
-        return choices[0]
-
-
-def ends(spec: SweepSpec, model: str, device: str) -> list[dict[str, Any]]:
-    """Trial configs of `model` at the smallest and the largest hidden size it searches (one
-    where the size is fixed), every other setting at the middle of its range."""
-    from sweeper.spec.space import suggest_params
-
-    size = spec.space(model).get("hidden_size")
-    sizes = list(size.int) if isinstance(size, IntRange) else [None]
-    configs = []
-    for hidden in sizes:
-        params = suggest_params(_Middle(hidden), spec, model)  # type: ignore[arg-type]
-        configs.append({**trial_config(spec, model, params, seed=0), "device": device})
-    return configs
-
-
-def measured_paces(
-    spec: SweepSpec, device: str, where: str, steps: int = 2, models: list[str] | None = None
-) -> dict[str, Pace]:
-    """Each model's pace (of `models`, else all), timed at both ends of its hidden-size range: its
-    steps, a trial's start and an evaluation, computing with the threads a trial gets (its CPUs)."""
-    import torch
-
-    from trainables.step_time import trial_costs
-
-    paces = {}
-    threads = torch.get_num_threads()
-    for model in models or spec.models:
-        torch.set_num_threads(max(1, int(spec.resources.for_model(model)["cpu"])))
-        try:
-            costs = [trial_costs(config, steps) for config in ends(spec, model, device)]
-        finally:
-            torch.set_num_threads(threads)
-        paces[model] = Pace(
-            min(c.step for c in costs),
-            max(c.step for c in costs),
-            f"{steps} steps, a start and an evaluation at each end of its sizes {where}",
-            max(c.start for c in costs),
-            max(c.evaluation for c in costs),
-        )
-    return paces
-
-
-def recorded_paces(spec: SweepSpec) -> tuple[dict[str, Pace], dict[str, dict[str, float]]]:
-    """The recorded figures of a GPU kind (`gpu_paces.json`): each model's pace at the papers'
-    sizes, and its trials per hour at k per GPU against one."""
-    data = json.loads(GPU_PACES.read_text())
-    where = (
-        f"steps recorded on {data['device']} at the papers' sizes, {data['date']}; starts and evaluations not"
-    )
-    paces, speedups = {}, {}
-    for model in spec.models:
-        entry = data["models"].get(model) or data["models"][data["fallback"]]
-        seconds = entry["ms_per_iteration"] / 1000
-        paces[model] = Pace(seconds, seconds, where)
-        speedups[model] = entry.get("packed", {})
-    return paces, speedups

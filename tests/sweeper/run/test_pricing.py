@@ -1,12 +1,12 @@
 """Where a sweep's price comes from: paces measured here for trials that run here, the recorded
 GPU figures for a cluster's GPUs, and, asked for, paces measured on a worker of the cluster, whose
-size gives the slots."""
+size gives the slots; and the configurations timed at the ends of each size range."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweeper.run.pricing import calibrated, sweep_price
+from sweeper.run.pricing import calibrated, ends, recorded_paces, slots, sweep_price
 from sweeper.spec.loading import parse_spec
 from tests.helpers import GPU_RESOURCES, dump_spec, tiny_spec
 
@@ -22,9 +22,30 @@ def test_trials_here_are_measured_here_and_a_clusters_gpus_read_the_recorded_fig
     assert all("recorded on an NVIDIA H200" in s.source for s in priced.studies) and priced.gpu_hours
 
 
+def test_the_slots_are_the_cpus_over_a_trials_and_the_gpus_over_its_share() -> None:
+    cpus = parse_spec(dump_spec(tiny_spec(resources={"cpus": 2})), "c.yaml")
+    assert slots(cpus, 8, 0) == 4 and slots(cpus, 1, 0) == 1  # never none
+    gpus = parse_spec(dump_spec(tiny_spec(resources={"cpus": 1, "gpus": 0.25})), "g.yaml")
+    assert slots(gpus, 16, 2) == 8 and slots(gpus, 3, 2) == 3
+
+
 @pytest.mark.slow
 def test_calibrating_times_each_model_on_a_worker_and_reads_the_clusters_size() -> None:
     spec = parse_spec(dump_spec(tiny_spec(resources={"cpus": 1})), "s.yaml")
     paces, slots = calibrated(spec, "local")  # a local Ray stands for the cluster
     assert set(paces) == {"lstm", "gru"} and slots >= 1
     assert all(0 < p.low <= p.high and "on a worker of the cluster" in p.source for p in paces.values())
+    assert all(p.start > 0 and p.evaluation > 0 for p in paces.values())  # priced as a trial here is
+
+
+def test_each_model_is_timed_at_both_ends_of_its_sizes_and_recorded_figures_say_where() -> None:
+    raw = tiny_spec(models=("gru", "ncgru"))
+    raw["per_model"] = {"ncgru": {"hidden_size": 12}}
+    spec = parse_spec(dump_spec(raw), "s.yaml")
+    gru = ends(spec, "gru", "cpu")
+    assert [c["hidden_size"] for c in gru] == [4, 16] and {c["device"] for c in gru} == {"cpu"}
+    assert 1e-3 < gru[0]["lr"] < 3e-2  # the middle of the space: its log-middle
+    assert [c["hidden_size"] for c in ends(spec, "ncgru", "cpu")] == [12]
+    paces, speedups = recorded_paces(spec)
+    assert paces["gru"].low == pytest.approx(0.00181) and "H200" in paces["gru"].source
+    assert speedups["gru"]["4"] == 2.69

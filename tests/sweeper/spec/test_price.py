@@ -1,13 +1,13 @@
 """The price of a sweep before it runs: ASHA's rungs and the share of a trial they let run, the
 worker-hours, GPU-hours of packed trials, wall time and first answer from given paces (exact
-arithmetic; nothing timed), and the configurations timed at the ends of each size range."""
+arithmetic; nothing timed)."""
 
 from __future__ import annotations
 
 import pytest
 
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import Pace, ends, iterations_per_trial, price, reach, recorded_paces, rungs
+from sweeper.spec.price import Pace, iterations_per_trial, price, reach, rungs
 from tests.helpers import dump_spec, tiny_spec
 
 
@@ -61,16 +61,3 @@ def test_trials_packed_on_a_gpu_take_their_packed_pace() -> None:
     assert goru.gpu_hours == pytest.approx((alone,) * 2)  # nothing recorded: no gain assumed
     whole = price(spec_of(scheduler="none", budget={"trials": 4}, resources={"gpus": 2}), paces, slots=1)
     assert whole.studies[0].gpu_hours == pytest.approx((2 * alone,) * 2)
-
-
-def test_each_model_is_timed_at_both_ends_of_its_sizes_and_recorded_figures_say_where() -> None:
-    raw = tiny_spec(models=("gru", "ncgru"))
-    raw["per_model"] = {"ncgru": {"hidden_size": 12}}
-    spec = parse_spec(dump_spec(raw), "s.yaml")
-    gru = ends(spec, "gru", "cpu")
-    assert [c["hidden_size"] for c in gru] == [4, 16] and {c["device"] for c in gru} == {"cpu"}
-    assert 1e-3 < gru[0]["lr"] < 3e-2  # the middle of the space: its log-middle
-    assert [c["hidden_size"] for c in ends(spec, "ncgru", "cpu")] == [12]
-    paces, speedups = recorded_paces(spec)
-    assert paces["gru"].low == pytest.approx(0.00181) and "H200" in paces["gru"].source
-    assert speedups["gru"]["4"] == 2.69
