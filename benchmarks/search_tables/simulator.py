@@ -48,7 +48,7 @@ from sweeper.run.search.curve_prior import CurvePrior
 from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.pruning import RaceStops, make_scheduler
 from sweeper.run.search.warm_start import warm_start_study
-from sweeper.spec.price import rungs
+from sweeper.spec.rungs import rungs
 from sweeper.store.trial_record import PAPER_POINT_ATTR
 
 

@@ -43,7 +43,8 @@ from sweeper.run.tune.runtime import (
 from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
-from sweeper.spec.price import Price, rungs
+from sweeper.spec.price import Price
+from sweeper.spec.rungs import rungs
 from sweeper.spec.space import searched_names
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact

@@ -15,7 +15,7 @@ from typing import Any
 import optuna
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from sweeper.spec.price import first_report, max_iterations
+from sweeper.spec.rungs import first_report, max_iterations
 from sweeper.spec.sweep import SweepSpec
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import Pace, iterations_per_trial, price, reach, rungs
+from sweeper.spec.price import Pace, iterations_per_trial, price, reach
+from sweeper.spec.rungs import rungs
 from tests.helpers import dump_spec, tiny_spec
 
 

@@ -16,7 +16,7 @@ from sweeper.run.search.curve_race import CurveRace, as_loss
 from sweeper.run.search.pruning import RaceStops
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import rungs
+from sweeper.spec.rungs import rungs
 from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
 from tests.helpers import dump_spec, tiny_spec
 
