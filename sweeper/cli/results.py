@@ -227,16 +227,14 @@ def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     """A sweep beside the papers' numbers, its best model first."""
     from sweeper.results.odds import sweep_odds
     from sweeper.results.paper_tables import COLUMNS, NARROW, compare, row_cells, to_csv, to_json, to_markdown
-    from sweeper.results.summaries import cost_line, format_params, study_summaries
+    from sweeper.results.summaries import format_params, study_summaries
+    from sweeper.results.verdict import answer_notes
 
     spec = stored_spec(record)
     title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
     rows = compare(store, record)
     odds = sweep_odds(store, record, spec.resolved_objective().mode)
-    summaries = study_summaries(store, record)
-    raced = [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
-    cost = [line for line in [cost_line(summaries)] if line]
-    said = raced + ([] if odds is None else odds.lines(record.name)) + cost
+    said = answer_notes(record, study_summaries(store, record), odds)
     markdown = to_markdown(rows, title) + "".join(f"\n{line}\n" for line in said)
     rendered = {"markdown": markdown, "json": to_json(rows), "csv": to_csv(rows)}
     best = 0 if rows and rows[0].ours is not None else None

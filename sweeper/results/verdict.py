@@ -26,6 +26,15 @@ def all_failed(summaries: list[StudySummary]) -> bool:
     )
 
 
+def answer_notes(record: SweepRecord, summaries: list[StudySummary], odds: Odds | None) -> list[str]:
+    """What the verdict says beside its winner, and the report below its rows: the odds, each
+    model a race dropped and why, and the price at launch against what the trials spent."""
+    lines = [] if odds is None else odds.lines(record.name)
+    lines += [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
+    cost = cost_line(summaries)
+    return lines if cost is None else [*lines, cost]
+
+
 def verdict(
     record: SweepRecord, summaries: list[StudySummary], baseline: float | None, odds: Odds | None = None
 ) -> list[str]:
@@ -54,12 +63,7 @@ def verdict(
             if not _beats(winner.best_value, baseline, objective.mode):
                 line += ": no model learned more than the baseline"
         lines.append(line)
-        if odds is not None:
-            lines += odds.lines(record.name)
-    lines += [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
-    cost = cost_line(summaries)
-    if cost is not None:
-        lines.append(cost)
+    lines += answer_notes(record, summaries, odds)
     if missing:
         lines.append(
             f"partial: no complete trial for {', '.join(missing)}"
