@@ -44,7 +44,7 @@ def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) ->
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
     summaries = study_summaries(store, record)
-    odds = sweep_odds(store, record, stored_spec(record).resolved_objective().mode)
+    odds = sweep_odds(store, record)
     if as_json:
         click.echo(dumped(sweep_status(record, summaries, "status", odds=odds)))
         return
@@ -233,7 +233,7 @@ def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     spec = stored_spec(record)
     title = f"{record.name}: {spec.task.name} ({format_params(dict(spec.task.settings))})"
     rows = compare(store, record)
-    odds = sweep_odds(store, record, spec.resolved_objective().mode)
+    odds = sweep_odds(store, record)
     said = answer_notes(record, study_summaries(store, record), odds)
     markdown = to_markdown(rows, title) + "".join(f"\n{line}\n" for line in said)
     rendered = {"markdown": markdown, "json": to_json(rows), "csv": to_csv(rows)}

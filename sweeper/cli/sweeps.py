@@ -211,7 +211,7 @@ def print_end(store: Store, end: Any) -> int:
         record = store.get_sweep(end.sweep)
         summaries = study_summaries(store, record)
         print_tables(status_table(record, summaries))
-        odds = sweep_odds(store, record, stored_spec(record).resolved_objective().mode)
+        odds = sweep_odds(store, record)
         print_verdict(verdict(record, summaries, recorded_baseline(store, record), odds))
         failed = failed or all_failed(summaries)
     except DATABASE_ERRORS:

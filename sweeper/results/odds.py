@@ -36,6 +36,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.results.retrained import confirmed
+from sweeper.spec.loading import stored_spec
 from sweeper.store.database import Store, SweepRecord
 
 SEED_NOISE = Path(__file__).with_name("seed_noise.json")
@@ -205,8 +206,9 @@ def _close(a: FrozenTrial, b: FrozenTrial) -> bool:
     return True
 
 
-def sweep_odds(store: Store, record: SweepRecord, mode: str) -> Odds | None:
+def sweep_odds(store: Store, record: SweepRecord) -> Odds | None:
     """The odds of a stored sweep's verdict (see the module's docstring)."""
+    mode = stored_spec(record).resolved_objective().mode
     confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
     estimates: dict[str, Estimate] = {}
     spreads: dict[str, float | None] = {}

@@ -70,7 +70,7 @@ def log_odds(tracker: Tracker, store: Store, record: SweepRecord) -> None:
     true winner (`p_best`, a column) and its place in the verdict (a tag)."""
     from sweeper.results.odds import sweep_odds
 
-    odds = sweep_odds(store, record, stored_spec(record).resolved_objective().mode)
+    odds = sweep_odds(store, record)
     if odds is None:
         return
     for study in record.studies:

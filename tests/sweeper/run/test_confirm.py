@@ -189,7 +189,7 @@ def test_confirm_stops_after_two_seeds_on_a_clear_case_and_goes_to_its_cap_on_a_
     assert notes[-1].startswith(
         "gru ahead of lstm with probability 1.000 after 2 fresh seeds each (separated"
     )
-    odds_now = sweep_odds(store, record, "min")
+    odds_now = sweep_odds(store, record)
     assert odds_now.estimates["gru"].source == "2 confirmation runs"
     assert "repeated seeds" in odds_now.noise.source
     close = {"gru": [0.22, 0.28], "lstm": [0.28, 0.22]}
