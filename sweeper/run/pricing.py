@@ -167,8 +167,12 @@ def recorded_paces(spec: SweepSpec) -> tuple[dict[str, Pace], dict[str, dict[str
     )
     paces, speedups = {}, {}
     for model in spec.models:
-        entry = data["models"].get(model) or data["models"][data["fallback"]]
+        recorded = model if model in data["models"] else data["fallback"]
+        entry = data["models"][recorded]
+        packed_as = entry.get("packed_as", recorded)
+        said = "" if recorded == model else f"; not recorded, priced as {recorded}"
+        said += "" if packed_as == recorded else f"; packed as {packed_as}, its own packing not measured"
         seconds = entry["ms_per_iteration"] / 1000
-        paces[model] = Pace(seconds, seconds, where)
-        speedups[model] = entry.get("packed", {})
+        paces[model] = Pace(seconds, seconds, where + said)
+        speedups[model] = data["models"][packed_as].get("packed", {})
     return paces, speedups

@@ -49,3 +49,5 @@ def test_each_model_is_timed_at_both_ends_of_its_sizes_and_recorded_figures_say_
     paces, speedups = recorded_paces(spec)
     assert paces["gru"].low == pytest.approx(0.00181) and "H200" in paces["gru"].source
     assert speedups["gru"]["4"] == 2.69
+    assert speedups["ncgru"]["4"] == 1.94 and "packed as goru" in paces["ncgru"].source  # goru's packing
+    assert "packed as" not in paces["gru"].source
