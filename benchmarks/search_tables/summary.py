@@ -126,19 +126,15 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
 
 
 def _relative_noise(table: tables.Table, task: str) -> float:
-    """The verdict's fallback seed spread, learned from the table's other tasks (the shipped one
-    where it holds no other)."""
-    from sweeper.results.odds import SEED_NOISE
+    """The verdict's fallback seed spread, learned from the table's other tasks; the shipped one
+    (learned from every recorded task, this one too) where the table holds no other."""
+    from sweeper.results.odds import shipped_noise
 
     others = [t for t in table.curves if t != task]
     try:
-        return seed_spread([("table", table)], others)["relative"] if others else _shipped(SEED_NOISE)
+        return seed_spread([("table", table)], others)["relative"] if others else shipped_noise(1.0).sigma
     except tables.TableMismatch:  # the other tasks hold no configuration with two seeds
-        return _shipped(SEED_NOISE)
-
-
-def _shipped(path: Any) -> float:
-    return json.loads(path.read_text())["relative"]
+        return shipped_noise(1.0).sigma
 
 
 def _problems(
