@@ -147,7 +147,10 @@ def price(
 
 
 def price_text(priced: Price, where: str) -> str:
-    lines = [f"  price ({where}; {priced.slots} trials at once):"]
+    lines = [
+        f"  price ({where}; {priced.slots} trials at once; the trials' training, not the sweep's few "
+        "seconds a trial of start-up, reports and hand-offs):"
+    ]
     for s in priced.studies:
         gpu = "" if s.gpu_hours is None else f", {_range(s.gpu_hours)} GPU-hours"
         lines.append(

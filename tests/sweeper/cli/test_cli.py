@@ -65,6 +65,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path):
     assert "7 trials per study, 1800s in all" in result.output
     # its price, from paces measured here: each study, then the sweep to its budget and first answer
     assert "price (trials here, paces measured here;" in result.output
+    assert "the trials' training, not the sweep's few seconds a trial" in result.output
     assert "lstm: 7 trials," in result.output and "at each end of its sizes here (cpu)" in result.output
     assert "worker-hours" in result.output and "to the first answer" in result.output
     assert not (tmp_path / "sweeps").exists()
