@@ -142,7 +142,11 @@ def measured_paces(
 
     paces = {}
     threads = torch.get_num_threads()
-    for model in models or spec.models:
+    measured = models or spec.models
+    # A process's first trial pays imports and first calls (torch.optim pulls in torch._dynamo):
+    # about a second, which a sweep's worker pays once, when it starts, and no trial after.
+    trial_costs(ends(spec, measured[0], device)[0], 1)
+    for model in measured:
         torch.set_num_threads(max(1, int(spec.resources.for_model(model)["cpu"])))
         try:
             costs = [trial_costs(config, steps) for config in ends(spec, model, device)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweeper.run.pricing import calibrated, ends, recorded_paces, slots, sweep_price
+from sweeper.run.pricing import calibrated, ends, measured_paces, recorded_paces, slots, sweep_price
 from sweeper.spec.loading import parse_spec
 from tests.helpers import GPU_RESOURCES, dump_spec, tiny_spec
 
@@ -51,3 +51,21 @@ def test_each_model_is_timed_at_both_ends_of_its_sizes_and_recorded_figures_say_
     assert speedups["gru"]["4"] == 2.69
     assert speedups["ncgru"]["4"] == 1.94 and "packed as goru" in paces["ncgru"].source  # goru's packing
     assert "packed as" not in paces["gru"].source
+
+
+def test_the_processs_first_trial_is_not_priced_its_one_time_start_is_not_a_trials(monkeypatch) -> None:
+    import trainables.step_time
+    from trainables.step_time import TrialCosts
+
+    timed: list[int] = []
+
+    def costs(config: dict, steps: int) -> TrialCosts:  # the first call pays the process's imports
+        timed.append(config["hidden_size"])
+        return TrialCosts(50.0 if len(timed) == 1 else 0.5, 0.01 * config["hidden_size"], 0.2)
+
+    monkeypatch.setattr(trainables.step_time, "trial_costs", costs)
+    spec = parse_spec(dump_spec(tiny_spec(models=("lstm", "gru"))), "s.yaml")
+    paces = measured_paces(spec, "cpu", "here")
+    assert timed == [4, 4, 16, 4, 16]  # a warm-up, then each model at both ends of its sizes
+    assert all(p.start == 0.5 and p.evaluation == 0.2 for p in paces.values())
+    assert paces["gru"].low == pytest.approx(0.04) and paces["gru"].high == pytest.approx(0.16)
