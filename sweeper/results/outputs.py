@@ -20,6 +20,7 @@ from sweeper.store.database import SweepRecord
 
 VERSION = 1
 ODDS_VERSION = 2  # status, summarize and report: the verdict's odds added
+WORKER_TIME_VERSION = 3  # status and summarize: each study's time in its workers beside its price
 
 
 class Output(BaseModel):
@@ -70,7 +71,10 @@ class Study(Output):
     last_failure: str | None
     common_failure: Failure | None  # the most common failure reason, and how often
     gpu_share: float = 0.0  # of a GPU each trial reserves (1 / the trials that fit one GPU)
-    predicted_worker_hours: list[float] | None = None  # priced at launch (version 2), beside `seconds` spent
+    predicted_worker_hours: list[float] | None = None  # priced at launch (version 2)
+    # version 3: the trials' own time in their workers, what `predicted_worker_hours` prices;
+    # `seconds` counts each from the searcher's suggestion, a wait for a free worker included
+    worker_seconds: float | None = None
     gpu_ids: list[str] = []  # the GPUs Ray gave its trials, as they saw them
 
 
@@ -92,10 +96,11 @@ class VerdictOdds(Output):
 class SweepStatus(Output):
     """`status` and `summarize`: the studies best first. `partial` is true when some model has no
     complete trial; `missing` names them, and `winner` is then the best of the rest only; `odds`
-    (version 2) states the verdict's odds."""
+    (version 2) states the verdict's odds; each study's `worker_seconds` (version 3) is what its
+    trials spent in their workers, beside the price."""
 
     kind: Literal["status", "summarize"]
-    version: Literal[2] = ODDS_VERSION
+    version: Literal[3] = WORKER_TIME_VERSION
     sweep: str
     status: str
     objective: Objective
@@ -249,6 +254,7 @@ def sweep_status(
                 budget=spec.budget.trials if s.share is None else s.share,
                 steps=s.steps,
                 seconds=s.seconds,
+                worker_seconds=s.worker_seconds,
                 sampler=s.sampler,
                 paper_points=[PaperPoint(**vars(p)) for p in s.paper_points],
                 warm_started=s.warm_started,

@@ -20,6 +20,7 @@ from sweeper.store.trial_record import (
     RACE_STOP_ATTR,
     SAMPLER_ATTR,
     SHARE_ATTR,
+    WALL_TIME_METRIC,
     WARM_START_ATTR,
     best_trial,
     counts_toward_budget,
@@ -43,7 +44,8 @@ class StudySummary:
     last_failure: str | None = None
     common_failure: tuple[str, int] | None = None  # the most common failure reason, and how often
     steps: int = 0  # training steps of the trials that count toward the budget
-    seconds: float = 0.0  # and their training time
+    seconds: float = 0.0  # and their time, from the searcher's suggestion (a wait for a worker included)
+    worker_seconds: float = 0.0  # and their own time in their workers: what the price prices
     sampler: str | None = None
     paper_points: list[PaperPointResult] = field(default_factory=list)
     warm_started: int = 0  # trials copied from an earlier sweep (`launch --warm-start`)
@@ -101,6 +103,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             common_failure=Counter(failures).most_common(1)[0] if failures else None,
             steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
+            worker_seconds=sum(float(final_metrics(t).get(WALL_TIME_METRIC, 0.0)) for t in counted),
             sampler=study.user_attrs.get(SAMPLER_ATTR),
             warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
             share=study.user_attrs.get(SHARE_ATTR),
@@ -162,12 +165,13 @@ def _predicted(price: dict[str, Any] | None) -> tuple[float, float] | None:
 
 
 def cost_line(summaries: list[StudySummary]) -> str | None:
-    """What the sweep was priced at launch against what its trials spent, in worker-hours."""
+    """What the sweep was priced at launch against what its trials spent in their workers, in
+    worker-hours (a trial's wait for a free worker is not a worker's time)."""
     priced = [s.predicted_hours for s in summaries if s.predicted_hours is not None]
     if not priced:
         return None
     low, high = sum(p[0] for p in priced), sum(p[1] for p in priced)
-    spent = sum(s.seconds for s in summaries) / 3600
+    spent = sum(s.worker_seconds for s in summaries) / 3600
     where = (
         "within"
         if low <= spent <= high
@@ -175,7 +179,7 @@ def cost_line(summaries: list[StudySummary]) -> str | None:
         if spent > high
         else f"{spent / low:.2g}x its low end"
     )
-    return f"cost: priced at {low:.3g}-{high:.3g} worker-hours at launch, spent {spent:.3g} ({where})"
+    return f"cost: priced at {low:.3g}-{high:.3g} worker-hours at launch, spent {spent:.3g} in the workers ({where})"
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:

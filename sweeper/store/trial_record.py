@@ -29,6 +29,7 @@ WARM_START_ATTR = "warm_start"  # a trial copied from an earlier sweep, e.g. "de
 PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts from, e.g. "ncgru Table 2, gru"
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
 BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one
+WALL_TIME_METRIC = "wall_time"  # the trial's own seconds, from its start in the worker to its last report
 GPU_IDS_METRIC = "gpu_ids"  # the GPUs Ray gave the trial ("0,1"; "none"), as its process saw them
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 

@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 
 from sweeper.results.servers import ui_servers
 from sweeper.store.database import Store
+from sweeper.store.trial_record import counts_toward_budget, final_metrics
 from tests.helpers import run_cli, start_cli, tiny_spec, write_spec
 
 pytestmark = pytest.mark.slow
@@ -94,11 +95,15 @@ def test_two_models_four_trials_end_to_end(sweep, request):
         assert best[model]["parameters"] > 0
     values = [s["best"] for s in data["studies"]]
     assert values == sorted(values)
-    # priced at launch, beside what its trials spent
+    # priced at launch, beside what its trials spent in their workers (each trial's own wall time)
     for study in data["studies"]:
         low, high = study["predicted_worker_hours"]
         assert 0 < low <= high and study["seconds"] > 0
-    assert "cost: priced at" in sweep.launch.stdout
+        counted = [t for t in trials[study["model"]] if counts_toward_budget(t)]
+        walls = [final_metrics(t)["wall_time"] for t in counted]
+        assert study["worker_seconds"] == pytest.approx(sum(walls))
+        assert 0 < study["worker_seconds"] < study["seconds"]  # a trial's clock starts at its suggestion
+    assert "cost: priced at" in sweep.launch.stdout and "in the workers" in sweep.launch.stdout
 
     listing = run_cli(["list", "--storage", storage], tmp_path)
     assert "e2e-1" in listing.stdout and "finished" in listing.stdout
