@@ -38,6 +38,7 @@ def main() -> int:
             {
                 "model": study["model"],
                 "priced": [low, high],
+                "iterations": study["steps"],  # what its trials ran, against the price's expectation
                 "in_workers": workers,
                 "in_workers_over_high": workers / high,
                 "from_suggestion": suggested,
@@ -61,6 +62,7 @@ def main() -> int:
     for r in rows:
         print(
             f"{r['model']:>14}: priced {r['priced'][0] * 3600:.1f}-{r['priced'][1] * 3600:.1f} s, "
+            f"{r['iterations']:,} iterations, "
             f"in its workers {r['in_workers'] * 3600:.1f} s, from suggestion to end {r['from_suggestion'] * 3600:.1f} s"
         )
     print(
