@@ -3,8 +3,10 @@ the first leaves behind."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -49,3 +51,29 @@ def test_the_lint_passes_with_the_folder_the_main_command_writes(tmp_path: Path)
         ["ruff", "check", "--no-cache", "benchmarks"], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_tests_marked_to_share_a_worker_run_on_one(tmp_path: Path) -> None:
+    """The suite's shared sweeps are built once because `--dist loadgroup` keeps the tests of one
+    `xdist_group` on one worker; a pytest and pytest-xdist that stop agreeing on it split them
+    silently, each worker building the sweep again."""
+    for module in ("a", "b"):
+        (tmp_path / f"test_{module}.py").write_text(
+            "import os, pathlib, pytest\n"
+            "@pytest.mark.xdist_group('shared')\n"
+            "@pytest.mark.parametrize('i', range(4))\n"
+            "def test_it(i):\n"
+            "    (pathlib.Path(os.environ['RAN_ON']) / os.environ['PYTEST_XDIST_WORKER']).touch()\n"
+        )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    ran_on = tmp_path / "ran-on"
+    ran_on.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env={**os.environ, "RAN_ON": str(ran_on)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list(ran_on.iterdir())) == 1, sorted(p.name for p in ran_on.iterdir())
