@@ -34,7 +34,7 @@ def test_database_lost_mid_sweep_interrupts(postgres_url, tmp_path):
     spec = tiny_spec(name="dbloss", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
     spec["params"].update(iterations=120, eval_every=40)
     config = write_spec(tmp_path, spec)
-    process = start_cli(["launch", str(config), "--storage", postgres_url], tmp_path)
+    process = start_cli(["launch", str(config), "--storage", postgres_url, "--no-price"], tmp_path)
     finished: dict[tuple[str, int], float] = {}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:

@@ -45,7 +45,9 @@ def test_worker_node_lost_trial_retried_from_checkpoint(postgres_url, tmp_path):
         env = cli_env()
         env.pop("SWEEPER_PLUGINS")  # the cluster's workers were not started with the test plugins' path
         process = start_cli(
-            ["launch", str(config), "--storage", postgres_url, "--address", cluster.address], tmp_path, env
+            ["launch", str(config), "--storage", postgres_url, "--address", cluster.address, "--no-price"],
+            tmp_path,
+            env,
         )
         reached = 0  # however long a slow machine takes to get there (pytest's timeout bounds it)
         while process.poll() is None:

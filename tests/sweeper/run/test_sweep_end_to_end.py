@@ -189,7 +189,7 @@ def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_tr
     config = write_spec(tmp_path, spec)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
 
-    process = start_cli(["launch", str(config)], tmp_path)
+    process = start_cli(["launch", str(config), "--no-price"], tmp_path)
     deadline = time.monotonic() + 300
     finished_before: set[tuple[str, int]] = set()
     while time.monotonic() < deadline and process.poll() is None:
@@ -354,7 +354,7 @@ def test_the_ending_ranks_the_models_names_the_winner_and_what_to_run_next(finis
 def test_a_second_ctrl_c_aborts_and_says_how_to_resume(tmp_path):
     spec = tiny_spec(name="twice", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
     spec["params"].update(iterations=400, eval_every=50)
-    process = start_cli(["launch", str(write_spec(tmp_path, spec))], tmp_path)
+    process = start_cli(["launch", str(write_spec(tmp_path, spec)), "--no-price"], tmp_path)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and process.poll() is None:

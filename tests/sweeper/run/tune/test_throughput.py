@@ -81,6 +81,7 @@ def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Count
             f"sqlite:///{folder / 'mlflow.db'}",
             "--results",
             str(results),
+            "--no-price",
         ],
         folder,
         env,
@@ -146,7 +147,9 @@ def test_a_worker_that_starts_late_still_takes_trials(tmp_path: Path) -> None:
     )
     config = write_spec(tmp_path, spec)
     tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    result = run_cli(["launch", str(config), "--storage", storage, "--tracking-uri", tracking], tmp_path, env)
+    result = run_cli(
+        ["launch", str(config), "--storage", storage, "--tracking-uri", tracking, "--no-price"], tmp_path, env
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
     store = Store(storage)
