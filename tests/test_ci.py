@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -53,6 +55,7 @@ def test_the_lint_passes_with_the_folder_the_main_command_writes(tmp_path: Path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_tests_marked_to_share_a_worker_run_on_one(tmp_path: Path) -> None:
     """The suite's shared sweeps are built once because `--dist loadgroup` keeps the tests of one
     `xdist_group` on one worker; a pytest and pytest-xdist that stop agreeing on it split them
