@@ -41,6 +41,7 @@ def main() -> int:
                 "iterations": study["steps"],  # what its trials ran, against the price's expectation
                 "in_workers": workers,
                 "in_workers_over_high": workers / high,
+                "in_range": low <= workers <= high,
                 "from_suggestion": suggested,
                 "from_suggestion_over_high": suggested / high,
             }
@@ -55,6 +56,7 @@ def main() -> int:
         "priced_worker_hours": [low, high],
         "in_workers_hours": workers,
         "in_workers_over_high": workers / high,
+        "studies_in_range": sum(r["in_range"] for r in rows),
         "from_suggestion_hours": suggested,
         "from_suggestion_over_high": suggested / high,
     }
@@ -63,11 +65,13 @@ def main() -> int:
         print(
             f"{r['model']:>14}: priced {r['priced'][0] * 3600:.1f}-{r['priced'][1] * 3600:.1f} s, "
             f"{r['iterations']:,} iterations, "
-            f"in its workers {r['in_workers'] * 3600:.1f} s, from suggestion to end {r['from_suggestion'] * 3600:.1f} s"
+            f"in its workers {r['in_workers'] * 3600:.1f} s ({'within' if r['in_range'] else 'outside'} the price), "
+            f"from suggestion to end {r['from_suggestion'] * 3600:.1f} s"
         )
     print(
         f"in all: priced {low * 3600:.0f}-{high * 3600:.0f} s, in the workers {workers * 3600:.0f} s "
-        f"({workers / high:.2f}x the high end), from suggestion to end {suggested * 3600:.0f} s ({suggested / high:.2f}x)"
+        f"({workers / high:.2f}x the high end; {result['studies_in_range']} of {len(rows)} studies within their price), "
+        f"from suggestion to end {suggested * 3600:.0f} s ({suggested / high:.2f}x)"
     )
     return 0
 

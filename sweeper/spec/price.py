@@ -1,15 +1,15 @@
 """What a sweep will cost before it runs: per study and in all, the worker-hours to its budget
 and to its first answer, and the wall time on the slots it will have, each as a range.
 
-A study's price is its trials x (a trial's start + the iterations its scheduler lets each run x a
-measured pace, seconds per iteration + its evaluations x one evaluation's seconds), its model
-measured at the smallest and the largest hidden size it searches (the rest of the configuration
-at the middle of the space). Under ASHA a trial reaches rung k of
-its rungs (the grace period times powers of the reduction factor η, then the trial's length)
-with a chance between 1/η^k (the top 1/η of a rung promoted, as ASHA aims) and what its
-asynchronous promotions give trials arriving in a random order (the j-th trial to reach a rung
-goes on while among the best ⌈j/η⌉ seen there); without early stopping every trial runs to the
-end (the median and Hyperband pruners are priced as ASHA). The first answer (every model with a
+A study's price is its trials' starts + the iterations its scheduler lets them run x a measured
+pace, seconds per iteration + their evaluations x one evaluation's seconds, its model measured at
+the smallest and the largest hidden size it searches (the rest of the configuration at the middle
+of the space). Under ASHA the iterations are a range over the orders its trials can arrive in:
+ASHA's own rule (a trial reaching a rung stops when it is below the 1 - 1/η quantile of those
+recorded there before it, so the first at every rung goes on) applied to sweeps whose trials
+arrive in a random order, each as good at every rung, and the study's total at the 10th and 90th
+percentile of those sweeps; without early stopping every trial runs to the end (the median and
+Hyperband pruners are priced as ASHA). The first answer (every model with a
 complete trial) costs at least one whole run of each model and, with every slot busy meanwhile,
 at most the slots times the slowest of those runs. Trials packed k to a GPU take the GPU-hours of
 their packed pace (`gpu_paces.json`: trials per hour at k per GPU, measured).
@@ -20,39 +20,59 @@ module only does the arithmetic.
 
 from __future__ import annotations
 
+import bisect
 import math
+import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from sweeper.spec.rungs import first_report, max_iterations, rungs
 from sweeper.spec.sweep import SweepSpec
 
-
-def reach(trials: int, steps: int, eta: float, asynchronous: bool) -> list[float]:
-    """The chance of a trial to reach each of `steps` rungs after the first (1 at the first)."""
-    chances, arrivals = [1.0], float(trials)
-    for _ in range(steps):
-        if asynchronous:  # the j-th arrival goes on while among the best ceil(j / eta) seen
-            n = max(1, round(arrivals))
-            share = sum(min(1.0, math.ceil(j / eta) / j) for j in range(1, n + 1)) / n
-        else:
-            share = 1 / eta
-        chances.append(chances[-1] * share)
-        arrivals *= share
-    return chances
+RANGE = (0.1, 0.9)  # the quantiles of a study's iterations over its trials' orders of arrival
+SWEEPS_SIMULATED = 1000
+ARRIVALS_SIMULATED = 40_000  # a bound on the simulation's work, a tenth of a second or so
 
 
-def iterations_per_trial(spec: SweepSpec) -> tuple[float, float]:
-    """The iterations a trial of the sweep runs on average: ASHA's aim, its asynchronous share."""
-    points = rungs(spec)
-    if spec.scheduler.name == "none":
-        return float(points[-1]), float(points[-1])
-    spans = [b - a for a, b in zip([0, *points[:-1]], points, strict=True)]
-    out = []
-    for asynchronous in (False, True):
-        chance = reach(spec.budget.trials, len(points) - 1, spec.scheduler.reduction_factor, asynchronous)
-        out.append(sum(s * c for s, c in zip(spans, chance, strict=True)))
-    return out[0], out[1]
+def asha_iterations(quality: list[float], points: list[int], eta: float) -> int:
+    """One study's iterations under Ray's ASHA, its trials arriving at each rung in the order given
+    (`quality`, higher better, the same at every rung): at each rung but the last, a trial stops when
+    it is below the 1 - 1/eta quantile (linear, as numpy's) of the values recorded there before it."""
+    alive, total = list(quality), 0
+    for milestone in points[:-1]:
+        recorded: list[float] = []
+        promoted = []
+        for value in alive:
+            stops = bool(recorded) and value < _quantile(recorded, 1 - 1 / eta)
+            bisect.insort(recorded, value)
+            if stops:
+                total += milestone
+            else:
+                promoted.append(value)
+        alive = promoted
+    return total + len(alive) * points[-1]
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def study_iterations(spec: SweepSpec) -> tuple[float, float]:
+    """A study's iterations in all: the 10th and 90th percentile over `SWEEPS_SIMULATED`-odd random
+    orders of arrival (fewer for large studies, whose spread narrows), seeded so a price repeats."""
+    points, trials = rungs(spec), spec.budget.trials
+    if spec.scheduler.name == "none" or len(points) == 1 or trials == 1:
+        return float(trials * points[-1]), float(trials * points[-1])
+    sweeps = max(200, min(SWEEPS_SIMULATED, ARRIVALS_SIMULATED // (trials * (len(points) - 1))))
+    rng = random.Random(0)
+    totals = sorted(
+        asha_iterations([rng.random() for _ in range(trials)], points, spec.scheduler.reduction_factor)
+        for _ in range(sweeps)
+    )
+    return float(totals[int(RANGE[0] * (sweeps - 1))]), float(totals[math.ceil(RANGE[1] * (sweeps - 1))])
 
 
 @dataclass(frozen=True)
@@ -63,10 +83,11 @@ class Pace:
     start: float = 0.0  # seconds a trial takes to start (data, network, first step), the larger end's
     evaluation: float = 0.0  # seconds of one evaluation, the larger end's
 
-    def trial_hours(self, iterations: float, evaluations: float, end: int) -> float:
-        """A trial's hours at one end (0: the smallest size, 1: the largest)."""
+    def hours(self, trials: int, iterations: float, evaluations: float, end: int) -> float:
+        """The hours of `trials` trials that run `iterations` and `evaluations` in all, at one end
+        (0: the smallest size, 1: the largest)."""
         step = (self.low, self.high)[end]
-        return (self.start + iterations * step + evaluations * self.evaluation) / 3600
+        return (trials * self.start + iterations * step + evaluations * self.evaluation) / 3600
 
 
 @dataclass(frozen=True)
@@ -106,17 +127,16 @@ def price(
     spec: SweepSpec, paces: dict[str, Pace], slots: int, speedups: dict[str, dict[str, float]] | None = None
 ) -> Price:
     """The sweep's price on `slots` trials at once (see the module's docstring)."""
-    low_iterations, high_iterations = iterations_per_trial(spec)
+    iterations = study_iterations(spec)
     full = max_iterations(spec)
     every = first_report(spec)
     studies = []
     for model in spec.models:
         pace = paces[model]
         trials = spec.budget.trials
-        iterations = (trials * low_iterations, trials * high_iterations)
         hours = (
-            trials * pace.trial_hours(low_iterations, low_iterations / every, 0),
-            trials * pace.trial_hours(high_iterations, high_iterations / every, 1),
+            pace.hours(trials, iterations[0], iterations[0] / every, 0),
+            pace.hours(trials, iterations[1], iterations[1] / every, 1),
         )
         share = spec.resources.for_model(model)["gpu"]
         gpu = None
@@ -126,7 +146,7 @@ def price(
             faster = packed_speedup(share, (speedups or {}).get(model, {}))
             gpu = (hours[0] / faster, hours[1] / faster)
             hours = (hours[0] / share / faster, hours[1] / share / faster)
-        run = (pace.trial_hours(full, full / every, 0), pace.trial_hours(full, full / every, 1))
+        run = (pace.hours(1, full, full / every, 0), pace.hours(1, full, full / every, 1))
         studies.append(StudyPrice(model, trials, iterations, hours, gpu, run, pace.source))
     total = (sum(s.worker_hours[0] for s in studies), sum(s.worker_hours[1] for s in studies))
     gpus = [s.gpu_hours for s in studies if s.gpu_hours is not None]

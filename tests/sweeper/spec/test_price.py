@@ -1,4 +1,4 @@
-"""The price of a sweep before it runs: ASHA's rungs and the share of a trial they let run, the
+"""The price of a sweep before it runs: ASHA's rule and the iterations it lets a study run, the
 worker-hours, GPU-hours of packed trials, wall time and first answer from given paces (exact
 arithmetic; nothing timed)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import Pace, iterations_per_trial, price, reach
+from sweeper.spec.price import Pace, asha_iterations, price, study_iterations
 from sweeper.spec.rungs import rungs
 from tests.helpers import dump_spec, tiny_spec
 
@@ -18,18 +18,26 @@ def spec_of(**changes: object):
     return parse_spec(dump_spec(raw), "s.yaml")
 
 
-def test_ashas_rungs_and_the_share_of_a_trial_they_let_run() -> None:
-    spec = spec_of(
-        scheduler={"name": "asha", "grace_period": 100, "reduction_factor": 3}, budget={"trials": 9}
-    )
-    assert rungs(spec) == [100, 300, 900]
-    assert reach(9, 2, 3, asynchronous=False) == pytest.approx([1, 1 / 3, 1 / 9])
-    # the j-th of 9 arrivals goes on while among the best ceil(j / 3): (1 + 1/2 + 1/3 + 2/4 + 2/5 + 2/6 + 3/7 + 3/8 + 3/9) / 9
-    first = (1 + 1 / 2 + 1 / 3 + 2 / 4 + 2 / 5 + 2 / 6 + 3 / 7 + 3 / 8 + 3 / 9) / 9
-    assert reach(9, 1, 3, asynchronous=True) == pytest.approx([1, first])
-    low, high = iterations_per_trial(spec)
-    assert low == pytest.approx(100 + 200 / 3 + 600 / 9) and high > low
-    assert iterations_per_trial(spec_of(scheduler="none")) == (900, 900)
+def test_ashas_rule_stops_a_trial_below_the_quantile_of_those_recorded_before_it() -> None:
+    # eta 2, rung 10: 0.5 goes on (nothing recorded), 0.9 against 0.5 goes on, 0.1 against the
+    # median of 0.5 and 0.9 (0.7) stops, 0.7 against that of 0.1, 0.5 and 0.9 (0.5) goes on; rung 20:
+    # 0.5, then 0.9 against 0.5, then 0.7 against the median of 0.5 and 0.9 (0.7, not below) go on
+    assert asha_iterations([0.5, 0.9, 0.1, 0.7], [10, 20, 40], 2) == 40 + 40 + 10 + 40
+    # arriving best first, every later trial is below the quantile and stops at the first rung
+    assert asha_iterations([0.9, 0.8, 0.2, 0.1], [10, 20, 40], 2) == 40 + 10 + 10 + 10
+
+
+def test_a_studys_iterations_range_over_the_orders_its_trials_arrive_in() -> None:
+    asha = {"name": "asha", "grace_period": 100, "reduction_factor": 3}
+    assert rungs(spec_of(scheduler=asha, budget={"trials": 9})) == [100, 300, 900]
+    # two trials: the second stops at the first rung when it is the worse (1,000), else runs on (1,800)
+    assert study_iterations(spec_of(scheduler=asha, budget={"trials": 2})) == (1000, 1800)
+    assert study_iterations(spec_of(scheduler=asha, budget={"trials": 1})) == (900, 900)
+    assert study_iterations(spec_of(scheduler="none", budget={"trials": 4})) == (3600, 3600)
+    low, high = study_iterations(spec_of(scheduler=asha, budget={"trials": 30}))
+    # never below the first trial run to the end and every other stopped at the first rung
+    assert 900 + 29 * 100 <= low < high < 30 * 900
+    assert study_iterations(spec_of(scheduler=asha, budget={"trials": 30})) == (low, high)  # seeded
 
 
 def test_the_price_from_given_paces_is_exact() -> None:
