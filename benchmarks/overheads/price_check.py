@@ -38,7 +38,7 @@ def main() -> int:
             {
                 "model": study["model"],
                 "priced": [low, high],
-                "iterations": study["steps"],  # what its trials ran, against the price's expectation
+                "iterations": study["steps"],  # what its trials ran, against the price's range
                 "in_workers": workers,
                 "in_workers_over_high": workers / high,
                 "in_range": low <= workers <= high,

@@ -61,8 +61,9 @@ def _quantile(ordered: list[float], q: float) -> float:
 
 
 def study_iterations(spec: SweepSpec) -> tuple[float, float]:
-    """A study's iterations in all: the 10th and 90th percentile over `SWEEPS_SIMULATED`-odd random
-    orders of arrival (fewer for large studies, whose spread narrows), seeded so a price repeats."""
+    """A study's iterations in all: their 10th and 90th percentile over up to `SWEEPS_SIMULATED`
+    random orders of arrival (fewer for large studies, whose spread narrows), seeded so a price
+    repeats."""
     points, trials = rungs(spec), spec.budget.trials
     if spec.scheduler.name == "none" or len(points) == 1 or trials == 1:
         return float(trials * points[-1]), float(trials * points[-1])
@@ -72,7 +73,7 @@ def study_iterations(spec: SweepSpec) -> tuple[float, float]:
         asha_iterations([rng.random() for _ in range(trials)], points, spec.scheduler.reduction_factor)
         for _ in range(sweeps)
     )
-    return float(totals[int(RANGE[0] * (sweeps - 1))]), float(totals[math.ceil(RANGE[1] * (sweeps - 1))])
+    return _quantile(totals, RANGE[0]), _quantile(totals, RANGE[1])
 
 
 @dataclass(frozen=True)
