@@ -3,8 +3,8 @@ against the table's truth (`verdicts`: B, the 90%-right point with its interval,
 fractions of B, regret, the floors) and the racing figures (`racing`: the wall time a user waits,
 normalized regret with its interquartile mean, every drop judged, the goals, the standing of each
 strategy against the default); per task, the verdicts' stated odds against how often they were
-right over many calibration problems; and the curves race's constant chosen on one task and
-judged on the other."""
+right over many calibration problems; the curves race's constant chosen on one task and judged
+on the other; and, on a table that searches hidden sizes, the sizes judged (`sizes`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.search_tables import racing
+from benchmarks.search_tables import racing, sizes
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.prior import seed_spread
 from benchmarks.search_tables.racing import problem_of
@@ -122,6 +122,10 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
         }
         result[task] = entry
     result["constants"] = leave_one_task_out(result, args.tasks, args.workers)
+    judged = [t for t in traces if t["seed"] < args.seeds and t["workers"] in args.workers]
+    hidden = sizes.findings(judged, table, args.tasks, seeds)
+    if hidden:
+        result["sizes"] = hidden
     return result
 
 
@@ -321,6 +325,8 @@ def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
                     f"    stated {row['stated'][0]:.2f}-{row['stated'][1]:.2f}: {row['verdicts']} verdicts "
                     f"({row['ties']} ties), mean stated {row['mean_stated']:.2f}, right {row['right']:.0%}"
                 )
+    if "sizes" in result:
+        sizes.print_findings(result["sizes"])
     for name, judged in result.get("constants", {}).items():
         print(
             f"\n{name}: {judged['strategy']}, ahead of the default on {judged['ahead']}, behind on {judged['behind']}"
