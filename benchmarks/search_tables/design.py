@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -74,7 +75,13 @@ class _UnitTrial:
 
 def base_spec(task: str, settings: Settings, models: list[str]) -> SweepSpec:
     """The benchmark's sweep of `task`, for its spaces (which no strategy changes)."""
-    return sweep_spec(task, Strategy("random"), 0, settings, 1, models)
+    return _base_spec(task, settings, tuple(models))
+
+
+@cache
+def _base_spec(task: str, settings: Settings, models: tuple[str, ...]) -> SweepSpec:
+    """Built once per process: every replayed sweep's papers' points are matched in it."""
+    return sweep_spec(task, Strategy("random"), 0, settings, 1, list(models))
 
 
 def papers(task: str, settings: Settings, spec: SweepSpec) -> dict[str, list[tuple[str, dict[str, Any]]]]:

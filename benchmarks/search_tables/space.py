@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,13 @@ def check_names(tasks: list[str], models: list[str]) -> None:
 
 
 def shipped_config(task: str) -> dict[str, Any]:
-    """The task's shipped sweep config, as YAML data."""
+    """The task's shipped sweep config, as YAML data (a copy of its own: callers edit it)."""
+    return copy.deepcopy(_parsed_config(task))
+
+
+@cache
+def _parsed_config(task: str) -> dict[str, Any]:
+    """Parsed once per process: every replayed sweep's spec is built from it."""
     path = CONFIGS / f"{task}.yaml"
     if not path.is_file():
         raise TableMismatch(

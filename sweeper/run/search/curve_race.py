@@ -72,6 +72,9 @@ class CurveRace:
         self.at: dict[str, dict[int, dict[int, float]]] = {p.model: {} for p in plans}
         self.best: dict[tuple[str, int], float] = {}
         self.ended: dict[str, set[int]] = {p.model: set() for p in plans}
+        # each family's frontiers, read at every report for every pair and rung: kept until the
+        # family reaches a new rung or a trial of it ends, the only events that move them
+        self._frontiers: dict[str, dict[int, tuple[float, int] | None]] = {p.model: {} for p in plans}
         self.evidence: dict[str, Evidence] = {}
         stops = {p.model: p.study.user_attrs.get(RACE_STOP_ATTR) for p in plans}
         self.stopped = {model: stop["reason"] for model, stop in stops.items() if stop}
@@ -95,6 +98,7 @@ class CurveRace:
                 self._note(plan.model, trial.number, step, value)
             if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL):
                 self.ended[plan.model].add(trial.number)
+        self._frontiers[plan.model].clear()
 
     def _note(self, model: str, number: int, step: int, value: float) -> bool:
         """Keep a report; True when it reached a rung the trial had not reached."""
@@ -104,6 +108,8 @@ class CurveRace:
         new = [r for r in self.rungs if r <= step and r not in reached]
         for rung in new:
             reached[rung] = self.best[key]
+        if new:
+            self._frontiers[model].clear()
         return bool(new)
 
     def reported(self, plan: Raced, number: int, step: int, value: float) -> None:
@@ -113,16 +119,18 @@ class CurveRace:
 
     def trial_ended(self, plan: Raced, number: int) -> None:
         self.ended[plan.model].add(number)
+        self._frontiers[plan.model].clear()
         self.update()
 
     def frontier(self, model: str, rung: int) -> tuple[float, int] | None:
         """The family's best value at `rung` and the trials measured there: those that reached it
         and those that ended before it (ASHA or a failure judged them worse)."""
-        values = [r[rung] for r in self.at[model].values() if rung in r]
-        if not values:
-            return None
-        short = sum(1 for n in self.ended[model] if rung not in self.at[model].get(n, {}))
-        return min(values), len(values) + short
+        known = self._frontiers[model]
+        if rung not in known:
+            values = [r[rung] for r in self.at[model].values() if rung in r]
+            short = sum(1 for n in self.ended[model] if rung not in self.at[model].get(n, {}))
+            known[rung] = (min(values), len(values) + short) if values else None
+        return known[rung]
 
     def common_rung(self, a: str, b: str) -> int | None:
         both = [r for r in self.rungs if self.frontier(a, r) and self.frontier(b, r)]
@@ -143,8 +151,8 @@ class CurveRace:
 
     def leader(self) -> str | None:
         """The family ahead of the most others at their common rungs (ties: the farther along,
-        then the better there)."""
-        alive = [p.model for p in self.alive() if self.at[p.model]]
+        then the better there); a family none of whose trials has reached a rung is not yet in it."""
+        alive = [p.model for p in self.alive() if any(self.at[p.model].values())]
         if not alive:
             return None
 

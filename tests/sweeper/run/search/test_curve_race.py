@@ -6,6 +6,7 @@ trials go to the others; a resumed sweep finds the race where it was."""
 from __future__ import annotations
 
 import math
+import random
 
 import optuna
 import pytest
@@ -129,3 +130,51 @@ def test_a_resumed_sweep_finds_the_race_and_the_curves_where_they_were() -> None
     assert set(resumed.race.stopped) == {"lstm"} and resumed.race.cuts == 1
     assert resumed.race.frontier("gru", 10) == (0.3, 1)
     assert plans["lstm"].budget == 0 and sum(p.budget for p in plans.values()) == 12
+
+
+def plain_frontier(race: CurveRace, model: str, rung: int) -> tuple[float, int] | None:
+    """The frontier read off every trial's rungs, as the race defines it, with nothing kept."""
+    values = [reached[rung] for reached in race.at[model].values() if rung in reached]
+    short = sum(1 for n in race.ended[model] if rung not in race.at[model].get(n, {}))
+    return (min(values), len(values) + short) if values else None
+
+
+def test_the_frontiers_kept_between_events_are_those_read_afresh() -> None:
+    """The race keeps each family's frontiers until it reaches a new rung or a trial of it ends;
+    after every report and every end, in a random order, they equal a fresh reading."""
+    models = ("lstm", "gru", "scornn")
+    studies = {m: optuna.create_study(study_name=m) for m in models}
+    plans = [StudyPlan(studies[m], m, None, 6) for m in models]
+    race = CurveRace(plans, 6, [10, 20, 30], "min", BASELINE, 0.0, [], PRIOR)
+    rng = random.Random(7)
+    steps = {(p.model, n): 0 for p in plans for n in range(6)}
+    while steps:
+        (model, number) = key = rng.choice(sorted(steps))
+        plan = next(p for p in plans if p.model == model)
+        if steps[key] == 30 or rng.random() < 0.15:  # a trial ends: complete, pruned or failed
+            race.trial_ended(plan, number)
+            del steps[key]
+        else:
+            steps[key] += 5
+            race.reported(plan, number, steps[key], rng.uniform(0.05, 0.9))
+        for m in models:
+            for rung in race.rungs:
+                assert race.frontier(m, rung) == plain_frontier(race, m, rung), (m, rung)
+    assert all(race.frontier(m, 10) is not None for m in models)
+
+
+def test_a_family_that_has_reported_only_before_the_first_rung_is_not_yet_in_the_race() -> None:
+    """Reports come every `eval_every`, rungs from the grace period on: a family whose trials have
+    reported only between rungs has no frontier yet, is neither leader nor dropped, and does not
+    stop the others being judged."""
+    models = ("lstm", "gru", "ncgru")
+    studies = {m: optuna.create_study(study_name=m) for m in models}
+    plans = {m: StudyPlan(studies[m], m, None, 3) for m in models}
+    race = CurveRace(list(plans.values()), 3, [10, 20, 30], "min", BASELINE, 0.03, [], PRIOR)
+    race.reported(plans["lstm"], 0, 5, 0.9)  # before the first rung
+    race.reported(plans["gru"], 0, 10, 0.1)
+    race.reported(plans["ncgru"], 0, 10, 0.45)
+    assert race.leader() == "gru" and race.frontier("lstm", 10) is None
+    assert "lstm" not in race.stopped and "lstm" not in race.evidence
+    race.reported(plans["lstm"], 0, 10, 0.9)  # at the rung, at the baseline, far behind gru
+    assert "lstm" in race.stopped
