@@ -91,14 +91,29 @@ def wall_90(lines: list[Timeline], truth: Truth) -> float | None:
 
 
 def judged_drops(traces: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
-    """Every family a race dropped, and how many of those were true co-winners."""
+    """Every family a race dropped, and how many of those were true co-winners; for the curves
+    race, by the rung it was decided at (the last rung: on complete trials), with the median
+    trials measured on the dropped side when a co-winner was dropped there."""
     dropped = [model for trace in traces for _, model in trace["race_stops"]]
     wrong = sum(model in truth.co_winners for model in dropped)
-    return {
+    judged: dict[str, Any] = {
         "drops": len(dropped),
         "co_winners_dropped": wrong,
         "share": wrong / len(dropped) if dropped else None,
     }
+    decided = [(m, e) for trace in traces for m, e in trace.get("drop_evidence", {}).items()]
+    if decided:
+        by_rung: dict[str, dict[str, Any]] = {}
+        for rung in sorted({e["rung"] for _, e in decided}):
+            here = [(m, e) for m, e in decided if e["rung"] == rung]
+            co = [e["trials"] for m, e in here if m in truth.co_winners]
+            by_rung[str(rung)] = {
+                "drops": len(here),
+                "co_winners_dropped": len(co),
+                "co_winner_trials_median": float(np.median(co)) if co else None,
+            }
+        judged["by_rung"] = by_rung
+    return judged
 
 
 def stated_odds(trace: dict[str, Any], info: tables.TaskInfo, relative_noise: float) -> Odds | None:

@@ -30,7 +30,7 @@ import heapq
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,8 @@ class Trace:
         default_factory=list
     )  # model, design, seed, start, end, state, value
     race_stops: list[tuple[float, str]] = field(default_factory=list)
+    # the curves race's evidence for each drop (its rung, the trials measured on each side, P(win))
+    drop_evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     searcher_seconds: float = 0.0
     paper_points: int = 0
     reused: int = 0
@@ -198,8 +200,11 @@ class Replay:
         if self.searcher.race is None:
             return
         known = {model for _, model in self.trace.race_stops}
+        evidence = getattr(self.searcher.race, "evidence", {})
         for model in sorted(set(self.searcher.race.stopped) - known):
             self.trace.race_stops.append((self.now, model))
+            if model in evidence:
+                self.trace.drop_evidence[model] = asdict(evidence[model])
 
     def _timed(self, call: Any, *args: Any) -> Any:
         started = time.perf_counter()

@@ -308,6 +308,13 @@ def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
                     f"{_num(row['spent_hours']['median']):>8} {_num(row['wall_90_hours']):>9} "
                     f"{dropped:>9} {standing:>10}"
                 )
+            for name, row in verdict["strategies"].items():
+                if "by_rung" in row["drops"]:
+                    rungs = ", ".join(
+                        f"{rung}: {d['co_winners_dropped']}/{d['drops']}"
+                        for rung, d in row["drops"]["by_rung"].items()
+                    )
+                    print(f"  {name}'s drops by rung (co-winners/all): {rungs}")
             met = entry.get(f"goal W={workers}")
             if met is not None:
                 print(f"  goal (default): {'met' if met['met'] else 'not met'} {json.dumps(met)}")
