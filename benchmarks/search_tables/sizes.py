@@ -1,14 +1,15 @@
 """Which hidden sizes win per model, and whether a search spends its worker-hours where they do.
 
 A table that searches hidden sizes (`record --hidden-scale`) draws each model's size over its
-range with the rest of the configuration. Per (task, model) the range is cut into thirds on a log
-scale (small, middle, large; the papers' points, placed at their own sizes, form a row of their
-own) and each third is judged by the table's truth: its configurations' values (the mean over
-the judged seeds), how many of the model's top tenth it holds, what a full run there costs, and
-so how many top configurations a worker-hour of full runs drawn there finds. The third with the
-most top configurations per worker-hour is where a cost-aware search would spend; beside it, each
-replayed strategy's share of that model's busy worker-hours spent in each third (random's share
-is what drawing sizes uniformly spends).
+range with the rest of the configuration. Per (task, model) the sizes its drawn configurations
+span are cut into thirds on a log scale (small, middle, large; the papers' points, entering at
+their sizes scaled into the range, form a row of their own) and each third is judged by the
+table's truth: its configurations' values (the mean over the judged seeds), how many of the
+model's top tenth it holds, what a run there costs (every recorded run, a failed or diverged one
+at what it spent before it ended), and so how many top configurations a worker-hour of runs drawn
+there finds. The third with the most top configurations per worker-hour is where a cost-aware
+search would spend; beside it, each replayed strategy's share of that model's busy worker-hours
+spent in each third (random's share is what drawing sizes uniformly spends).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ TOP_SHARE = 0.1  # the model's top configurations: this share of its design, at 
 
 
 def thirds(curves: tables.Curves) -> tuple[np.ndarray, tuple[float, float]] | None:
-    """Each configuration's third of its model's size range (-1 for a papers' point) and the
-    range; None where the design holds one hidden size."""
+    """Each configuration's third of the sizes its model's drawn configurations span (-1 for a
+    papers' point) and that span; None where the design holds one hidden size."""
     sizes = np.array([float(d["params"].get("hidden_size", math.nan)) for d in curves.designs])
     drawn = sizes[~curves.paper]
     if np.isnan(drawn).any() or drawn.size == 0 or drawn.min() == drawn.max():
@@ -41,45 +42,45 @@ def thirds(curves: tables.Curves) -> tuple[np.ndarray, tuple[float, float]] | No
 def model_sizes(
     table: tables.Table, task: str, model: str, values: np.ndarray, seeds: tuple[int, ...] | None
 ) -> dict[str, Any] | None:
-    """One model's thirds judged by the truth (`values`: each configuration's truth value)."""
+    """One model's thirds judged by the truth (`values`: each configuration's truth value, NaN
+    where no run of it completed); None where its design holds one size or nothing completed."""
     curves = table.curves[task][model]
     cut = thirds(curves)
-    if cut is None:
+    finite = np.isfinite(values)
+    if cut is None or not finite.any():
         return None
     which, (low, high) = cut
     sign = table.sign(task)
-    finite = np.isfinite(values)
     order = np.argsort(np.where(finite, sign * values, np.inf))
     top_count = max(1, math.ceil(TOP_SHARE * int(finite.sum())))
     top = np.zeros(len(values), dtype=bool)
-    top[order[:top_count]] = finite[order[:top_count]]
-    ended = curves.ended if seeds is None else curves.ended[:, list(seeds)]
-    complete = curves.status if seeds is None else curves.status[:, list(seeds)]
-    done = complete == tables.COMPLETE
+    top[order[:top_count]] = True
+    judged = slice(None) if seeds is None else list(seeds)
+    recorded = curves.status[:, judged] != tables.MISSING
+    ended = np.where(recorded, curves.ended[:, judged], 0.0)
     run_seconds = np.where(
-        done.any(axis=1),
-        np.nansum(np.where(done, ended, 0.0), axis=1) / np.maximum(done.sum(axis=1), 1),
-        np.nan,
+        recorded.any(axis=1), ended.sum(axis=1) / np.maximum(recorded.sum(axis=1), 1), np.nan
     )
     rows = []
     for third in (0, 1, 2, -1):
-        mine = (which == third) & finite
+        mine = (which == third) & recorded.any(axis=1)
         if not mine.any():
             continue
         sizes = [int(d["params"]["hidden_size"]) for d, m in zip(curves.designs, mine, strict=True) if m]
-        seconds = run_seconds[mine]
-        hours = float(np.nansum(seconds)) / 3600
+        hours = float(run_seconds[mine].sum()) / 3600
         found = int(top[mine].sum())
-        mine_values = values[mine][np.isfinite(values[mine])]
+        mine_values = values[mine][finite[mine]]
         rows.append(
             {
                 "third": THIRDS[third] if third >= 0 else "papers",
                 "sizes": [min(sizes), max(sizes)],
                 "configs": int(mine.sum()),
+                "completed": int(mine_values.size),
                 "best": float(sign * np.min(sign * mine_values)) if mine_values.size else None,
                 "median": float(np.median(mine_values)) if mine_values.size else None,
                 "top": found,
-                "run_seconds": float(np.nanmedian(seconds)) if np.isfinite(seconds).any() else None,
+                "run_seconds": float(np.median(run_seconds[mine])),
+                "hours": hours,  # a run of each of its configurations
                 "top_per_hour": found / hours if hours > 0 else None,
             }
         )
@@ -126,8 +127,8 @@ def findings(
     traces: list[dict[str, Any]], table: tables.Table, tasks: list[str], seeds: tuple[int, ...] | None
 ) -> dict[str, Any]:
     """Per task and model, its thirds judged and each strategy's spending; per task and strategy,
-    the share of its worker-hours that went to each model's cost-aware third. Empty for a table
-    whose design fixes the hidden size."""
+    the mean over models of its share of a model's worker-hours spent in that model's cost-aware
+    third (over the models it spent on). Empty for a table whose design fixes the hidden size."""
     result: dict[str, Any] = {}
     for task in tasks:
         models = table.curves[task]
@@ -153,6 +154,7 @@ def findings(
 
 
 def print_findings(result: dict[str, Any]) -> None:
+    """The findings as the replay prints them after its verdicts."""
     for task, entry in result.items():
         print(f"\n{task}: hidden sizes by third of each model's range (top = its best {TOP_SHARE:.0%})")
         for model, judged in entry["models"].items():
@@ -166,7 +168,7 @@ def print_findings(result: dict[str, Any]) -> None:
                 )
                 print(
                     f"    {row['third']:>7} {row['sizes'][0]:>4}-{row['sizes'][1]:<4} "
-                    f"{row['configs']:>3} configs, best {_num(row['best'])}, median {_num(row['median'])}, "
+                    f"{row['configs']:>3} configs ({row['completed']} completed), best {_num(row['best'])}, median {_num(row['median'])}, "
                     f"top {row['top']}, run {_num(row['run_seconds'], 1)} s, "
                     f"{_num(row['top_per_hour'], 1)} top/h; spent: {spent or '-'}"
                 )

@@ -122,7 +122,11 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
         }
         result[task] = entry
     result["constants"] = leave_one_task_out(result, args.tasks, args.workers)
-    judged = [t for t in traces if t["seed"] < args.seeds and t["workers"] in args.workers]
+    judged = [
+        t
+        for t in traces
+        if t["seed"] < args.seeds and t["workers"] in args.workers and t["strategy"] in args.strategies
+    ]
     hidden = sizes.findings(judged, table, args.tasks, seeds)
     if hidden:
         result["sizes"] = hidden

@@ -60,6 +60,7 @@ def test_a_table_of_any_task_and_model_records_grows_and_replays(
             values = [r["best"] for r in row["thirds"]]
             best = max(values) if task == "shortest_path" else min(values)
             assert result[task]["truth"]["best"][model] == pytest.approx(best), (task, model)
+            assert set(row["spending"]) == {"random", "default", "curves"}, (task, model)
             assert all(sum(shares.values()) == pytest.approx(1) for shares in row["spending"].values())
     accuracy = result["shortest_path"]["truth"]
     assert accuracy["winner"] == max(accuracy["best"], key=accuracy["best"].get)  # the highest wins
