@@ -5,7 +5,11 @@ At every rung of ASHA's (the iterations where it compares a study's trials), eac
 value there is compared with the leader's at the highest rung both have reached, and the chance
 that the family still ends ahead is read from the curve prior (`curve_prior`): a logistic of the
 log gap between the two (each clipped at the task's memoryless baseline), the trials behind the
-smaller side and how far through a trial the rung lies. The leader is the family that is ahead
+smaller side and how far through a trial the rung lies. At the last rung the trials compared are
+complete, and a family's chance lies in the configurations it has not drawn yet, which the prior
+(it sees trials measured, not trials to come) cannot know: there the chance is at least that of
+the sweep's own trials' ranks, the probability that the leader's trials ahead of the family's best
+would all be the leader's if both families' configurations were alike (`untried_chance`). The leader is the family that is ahead
 of the most others at their common rungs. A family below the threshold is dropped: its running
 trials are stopped at their next report (`pruning.RaceStops`), its study records the iteration, the
 evidence and the odds (`RACE_STOP_ATTR`), and its unspent trials go to the families still in the
@@ -47,6 +51,16 @@ class Evidence:
     leader_trials: int
     gap: float  # log scale, after clipping at the baseline
     p_win: float
+    p_untried: float | None = None  # at the last rung: the ranks' chance (`untried_chance`)
+
+
+def untried_chance(trials: int, leader_trials: int, ahead: int) -> float:
+    """If a family's configurations were as good as the leader's (every trial of either equally
+    likely to rank anywhere), the chance that the `ahead` best of the pooled trials would all be
+    the leader's: C(m, a) / C(n + m, a). Small only when many of the leader's trials beat the
+    family's best, so a leader that found one lucky configuration among many poor ones does not
+    drop a family that has merely not found its own yet."""
+    return math.comb(leader_trials, ahead) / math.comb(trials + leader_trials, ahead)
 
 
 class CurveRace:
@@ -147,7 +161,12 @@ class CurveRace:
         (own, n), (theirs, m) = self.frontier(model, rung), self.frontier(leader, rung)  # type: ignore[misc]
         gap = max(0.0, self._clipped(own) - self._clipped(theirs))
         p = self.prior.p_overtake(gap, min(n, m), rung / self.rungs[-1])
-        return Evidence(rung, own, n, theirs, m, gap, p)
+        if rung != self.rungs[-1]:
+            return Evidence(rung, own, n, theirs, m, gap, p)
+        mine = self._clipped(own)
+        ahead = sum(1 for r in self.at[leader].values() if rung in r and self._clipped(r[rung]) < mine)
+        untried = untried_chance(n, m, ahead)
+        return Evidence(rung, own, n, theirs, m, gap, max(p, untried), untried)
 
     def leader(self) -> str | None:
         """The family ahead of the most others at their common rungs (ties: the farther along,

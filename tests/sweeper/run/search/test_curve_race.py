@@ -13,7 +13,7 @@ import pytest
 from ray.tune.schedulers import TrialScheduler
 
 from sweeper.run.search.curve_prior import CurvePrior, shipped_prior
-from sweeper.run.search.curve_race import CurveRace, as_loss
+from sweeper.run.search.curve_race import CurveRace, as_loss, untried_chance
 from sweeper.run.search.pruning import RaceStops
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
@@ -178,3 +178,56 @@ def test_a_family_that_has_reported_only_before_the_first_rung_is_not_yet_in_the
     assert "lstm" not in race.stopped and "lstm" not in race.evidence
     race.reported(plans["lstm"], 0, 10, 0.9)  # at the rung, at the baseline, far behind gru
     assert "lstm" in race.stopped
+
+
+def test_the_untried_chance_is_the_ranks_exact_probability() -> None:
+    # 2 trials each, the leader's one trial ahead: of the 4 pooled ranks, the best is the leader's
+    # in 2 of 4 orders; both of its trials ahead: 1 of the 6 ways to choose the top two
+    assert untried_chance(2, 2, 1) == pytest.approx(2 / 4)
+    assert untried_chance(2, 2, 2) == pytest.approx(1 / 6)
+    assert untried_chance(6, 8, 0) == 1.0
+    assert untried_chance(6, 8, 7) == pytest.approx(8 / 3432)
+
+
+def complete_trials(race: CurveRace, plan: StudyPlan, values: list[float]) -> None:
+    """Trials of `plan` that ended at the last rung with these values, reported there at once."""
+    for number, value in enumerate(values):
+        if plan.model in race.stopped:
+            return
+        race.reported(plan, number, race.rungs[-1], value)
+        race.trial_ended(plan, number)
+
+
+@pytest.mark.parametrize(
+    ("leader_values", "dropped_after"),
+    [
+        # one lucky configuration of eight: gru may yet find its own among its untried ones
+        ([0.1, 0.46, 0.47, 0.48, 0.49, 0.49, 0.49, 0.49], None),
+        # every configuration of the leader's beats gru's best: after two trials of gru the
+        # chance that it is as good is C(8, 8) / C(10, 8) = 1 / 45, below 0.03
+        ([0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17], 2),
+    ],
+)
+def test_at_the_last_rung_a_family_is_dropped_only_when_the_ranks_say_its_configurations_are_worse(
+    leader_values: list[float], dropped_after: int | None
+) -> None:
+    """On complete trials the prior alone would drop gru in both cases (0.45 against 0.1 is far
+    behind); the ranks of the sweep's own trials keep it where only one leader trial is ahead."""
+    models = ("ncgru", "gru")
+    studies = {m: optuna.create_study(study_name=m) for m in models}
+    plans = {m: StudyPlan(studies[m], m, None, 24) for m in models}
+    race = CurveRace(list(plans.values()), 24, [10, 20, 30], "min", BASELINE, 0.03, [], PRIOR)
+    complete_trials(race, plans["ncgru"], leader_values)
+    complete_trials(race, plans["gru"], [0.45] * 6)
+    evidence = race.evidence["gru"]
+    prior_alone = PRIOR.p_overtake(evidence.gap, evidence.trials, 1.0)
+    assert evidence.rung == 30 and prior_alone < 0.03  # the prior alone would drop it
+    ahead = sum(v < 0.45 for v in leader_values)
+    assert evidence.p_untried == pytest.approx(untried_chance(evidence.trials, 8, ahead))
+    assert evidence.p_win == pytest.approx(max(evidence.p_untried, prior_alone))
+    if dropped_after is None:
+        assert "gru" not in race.stopped and evidence.trials == 6
+    else:
+        assert "gru" in race.stopped and evidence.trials == dropped_after
+        stop = plans["gru"].study.user_attrs[RACE_STOP_ATTR]
+        assert stop["evidence"]["p_untried"] == pytest.approx(1 / 45)
