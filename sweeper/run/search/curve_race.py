@@ -1,5 +1,5 @@
-"""Racing model families on their partial learning curves: a family is dropped before any of its
-trials completes once its stated chance to win falls below `budget.drop_below`.
+"""Racing model families on their learning curves: a family is dropped, on partial curves or at
+the last rung, once its stated chance to win falls below `budget.drop_below`.
 
 At every rung of ASHA's (the iterations where it compares a study's trials), each family's best
 value there is compared with the leader's at the highest rung both have reached, and the chance
@@ -9,8 +9,8 @@ smaller side and how far through a trial the rung lies. At the last rung the tri
 complete, and a family's chance lies in the configurations it has not drawn yet, which the prior
 (it sees trials measured, not trials to come) cannot know: there the chance is at least that of
 the sweep's own trials' ranks, the probability that the leader's trials ahead of the family's best
-would all be the leader's if both families' configurations were alike (`untried_chance`). The leader is the family that is ahead
-of the most others at their common rungs. A family below the threshold is dropped: its running
+would all be the leader's if both families' configurations were alike (`untried_chance`). The
+leader is the family that is ahead of the most others at their common rungs. A family below the threshold is dropped: its running
 trials are stopped at their next report (`pruning.RaceStops`), its study records the iteration, the
 evidence and the odds (`RACE_STOP_ATTR`), and its unspent trials go to the families still in the
 race, so the sweep never spends more than an equal budget would. Models in `budget.race_exempt`
