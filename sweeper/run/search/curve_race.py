@@ -10,10 +10,11 @@ complete, and a family's chance lies in the configurations it has not drawn yet,
 (it sees trials measured, not trials to come) cannot know: there the chance is at least that of
 the sweep's own trials' ranks, the probability that the leader's trials ahead of the family's best
 would all be the leader's if both families' configurations were alike (`untried_chance`). The
-leader is the family that is ahead of the most others at their common rungs. A family below the threshold is dropped: its running
-trials are stopped at their next report (`pruning.RaceStops`), its study records the iteration, the
-evidence and the odds (`RACE_STOP_ATTR`), and its unspent trials go to the families still in the
-race, so the sweep never spends more than an equal budget would. Models in `budget.race_exempt`
+leader is the family that is ahead of the most others at their common rungs. A family below the
+threshold is dropped: its running trials are stopped at their next report (`pruning.RaceStops`),
+its study records the iteration, the evidence and the odds (`RACE_STOP_ATTR`), and its unspent
+trials go to the families still in the race, so the sweep never spends more than an equal budget
+would. Models in `budget.race_exempt`
 and the leader are never dropped.
 
 The state lives in the studies (their trials' intermediate values and `RACE_STOP_ATTR`), so a
