@@ -11,7 +11,8 @@ replayed sweeps (`verdicts` holds the truth and each sweep's timeline).
   on the sweep's complete trials: the noise from trials of one configuration on different seeds,
   else the recorded tables' relative seed spread learned without the task judged), binned by the
   stated chance against how often it was right (a reliability table): a verdict naming one model
-  is right when it is a co-winner of the truth, one naming a tie when every model it names is;
+  states P(it is the best) and is right when it is a co-winner of the truth; one naming a tie
+  states P(the tie holds) and is right when every model it names is a co-winner;
 - the goals: right for good in 90% of seeds within 1.2x the racing floor (W times the winner's
   fastest complete run) on copying and within a third of B on denoise, no more than 5% of drops
   stopping a true co-winner, verdicts stating P >= 0.9 right at least 90% of the time; and
@@ -150,7 +151,7 @@ def verdict_outcome(said: Odds | None, info: tables.TaskInfo, truth: Truth) -> d
     if said is None or not info.learned(said.estimates[said.winner].value):
         return None
     named = said.co_winners
-    stated = said.p_winner if not said.tie else sum(said.p_best[m] for m in named)
+    stated = said.p_tie if said.tie else said.p_winner
     return {"tie": said.tie, "stated": stated, "right": all(m in truth.co_winners for m in named)}
 
 

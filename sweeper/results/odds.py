@@ -17,8 +17,12 @@ complete trials (a tail that its top trials spread over is likely to reach furth
 one complete trial takes the other models' median gap. A model's true value is then its estimate
 scattered by σ/√runs and improved by its search spread; the chance that the named winner is the
 best is the share of draws where it is best, and the models within two standard errors of the
-difference from it are co-winners (the rule the search benchmark's truth uses). Between two
-configurations (`confirmed_odds`) there is no search spread: only their seeds differ.
+difference from it are co-winners (the rule the search benchmark's truth uses). A tie is a
+claim about the models' true values: that each named one lies within two seed spreads (2σ, two
+standard errors of the difference of two-seed means) of the best. Its stated chance is the share
+of draws where that holds for every named model, not the chance that the best is among them
+(which a tie padded with a near-miss would raise). Between two configurations (`confirmed_odds`)
+there is no search spread: only their seeds differ.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ SEED_NOISE = Path(__file__).with_name("seed_noise.json")
 NEAR = 0.05  # of each searched range: configurations this close differ by little but their seed
 DRAWS = 20_000
 TINY = 1e-12
+TIED = 2.0  # seed spreads: true values this close to the best's are a tie
 
 
 def signed(value: float, mode: str) -> float:
@@ -93,6 +98,7 @@ class Odds:
     co_winners: list[str]  # the winner first, then the models tied with it
     noise: Noise
     estimates: dict[str, Estimate] = field(default_factory=dict)
+    p_tie: float | None = None  # P(every co-winner's true value is tied with the best); None: no tie
 
     @property
     def tie(self) -> bool:
@@ -106,7 +112,8 @@ class Odds:
             return [f"P({self.winner} is the true winner) = {self.p_winner:.2f} ({noise})"]
         names = " and ".join([", ".join(self.co_winners[:-1]), self.co_winners[-1]])
         return [
-            f"{names} tie within seed noise ({self.winner} ahead in {100 * self.p_winner:.0f}%; {noise}): "
+            f"{names} tie within seed noise (P {self.p_tie:.2f}; {self.winner} ahead in "
+            f"{100 * self.p_winner:.0f}%; {noise}): "
             f"`sweeper confirm {sweep} --seeds {seeds}` separates them"
         ]
 
@@ -116,6 +123,7 @@ class Odds:
             "p_winner": self.p_winner,
             "p_best": self.p_best,
             "co_winners": self.co_winners,
+            "p_tie": self.p_tie,
             "noise": self.noise.sigma,
             "noise_source": self.noise.source,
             "based_on": {m: e.source for m, e in self.estimates.items()},
@@ -176,7 +184,10 @@ def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0)
         (m for k, m in enumerate(models) if k != w and within(k)), key=lambda m: centre[models.index(m)]
     )
     co = [winner, *tied]
-    return Odds(winner, p_best[winner], p_best, co, noise, estimates)
+    named = [models.index(m) for m in co]
+    tie = np.all(draws[:, named] - draws.min(axis=1, keepdims=True) <= TIED * noise.sigma, axis=1)
+    p_tie = float(tie.mean()) if tied else None
+    return Odds(winner, p_best[winner], p_best, co, noise, estimates, p_tie)
 
 
 def near_identical(trials: list[FrozenTrial], mode: str) -> list[float]:

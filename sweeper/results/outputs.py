@@ -80,14 +80,16 @@ class Study(Output):
 
 class VerdictOdds(Output):
     """How likely the named winner is the true one (`p_winner`; each model's chance in `p_best`),
-    the models tied with it within seed noise (`co_winners`, the winner first), the noise (one
-    run's seed spread, in the objective's units) and where it was estimated from, and what each
-    model's value is (its best trial, or its confirmation runs' mean)."""
+    the models tied with it within seed noise (`co_winners`, the winner first) and how likely that
+    tie holds (`p_tie`), the noise (one run's seed spread, in the objective's units) and where it
+    was estimated from, and what each model's value is (its best trial, or its confirmation runs'
+    mean)."""
 
     winner: str
     p_winner: float
     p_best: dict[str, float]
     co_winners: list[str]
+    p_tie: float | None = None  # where the verdict names a tie: P(every co-winner is tied with the best)
     noise: float
     noise_source: str
     based_on: dict[str, str]

@@ -79,7 +79,7 @@ def log_odds(tracker: Tracker, store: Store, record: SweepRecord) -> None:
         p = odds.p_best[study.model]
         if study.model == odds.winner:
             said = f"winner, P {p:.2f}" + (
-                f"; ties with {', '.join(odds.co_winners[1:])}" if odds.tie else ""
+                f"; ties with {', '.join(odds.co_winners[1:])} (P {odds.p_tie:.2f})" if odds.tie else ""
             )
         elif study.model in odds.co_winners:
             said = f"ties with the winner {odds.winner} within seed noise, P {p:.2f}"
