@@ -110,6 +110,16 @@ def _format_loc(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "(top level)"
 
 
+def _compose_and_load(text: str) -> tuple[Any, Any]:
+    """The node tree (for line numbers) and the data built from it: one parse, not two."""
+    loader = _NoAliasLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def parse_spec(
     text: str, source: str = "<spec>", profile: str | None = None, *, trusted: bool = False
 ) -> SweepSpec:
@@ -120,8 +130,7 @@ def parse_spec(
     if len(text.encode()) > MAX_SPEC_BYTES:
         raise SpecError([f"{source}: the file is larger than {MAX_SPEC_BYTES} bytes"])
     try:
-        node = yaml.compose(text, Loader=_NoAliasLoader)
-        raw = yaml.load(text, Loader=_NoAliasLoader)
+        node, raw = _compose_and_load(text)
     except RecursionError:
         raise SpecError([f"{source}: nested too deeply to be a sweep spec"]) from None
     except yaml.YAMLError as exc:
