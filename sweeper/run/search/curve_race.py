@@ -14,8 +14,7 @@ leader is the family that is ahead of the most others at their common rungs. A f
 threshold is dropped: its running trials are stopped at their next report (`pruning.RaceStops`),
 its study records the iteration, the evidence and the odds (`RACE_STOP_ATTR`), and its unspent
 trials go to the families still in the race, so the sweep never spends more than an equal budget
-would. Models in `budget.race_exempt`
-and the leader are never dropped.
+would. Models in `budget.race_exempt` and the leader are never dropped.
 
 The state lives in the studies (their trials' intermediate values and `RACE_STOP_ATTR`), so a
 resumed sweep finds the race where it was.
