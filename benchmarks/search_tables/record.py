@@ -29,6 +29,7 @@ it.
         --configs 64 --seeds 3 --models gru goru scornn ncgru lstm eurnn --jobs 2
     python -m benchmarks.search_tables.record --device cuda --per-gpu 8 --minutes 8
     python -m benchmarks.search_tables.record --status
+    python -m benchmarks.search_tables.record --table benchmarks/results/blackbox-hidden --cut-to 48
 """
 
 from __future__ import annotations
@@ -229,7 +230,31 @@ def opened(args: argparse.Namespace, folder: Path) -> tuple[tables.Table, list[s
     return new_table(Settings(**asked), args.configs, args.seeds, tasks, models), tasks, models
 
 
+def _cut(folder: Path, configs: int) -> int:
+    """Cut the table's design to its first `configs` Sobol points, before it is timed again."""
+    from benchmarks.search_tables.clock import TIMING_META
+
+    if not (folder / tables.META).exists():
+        raise tables.TableMismatch(f"{folder} holds no table (no {tables.META}) to cut")
+    if (folder / TIMING_META).exists():
+        raise tables.TableMismatch(
+            f"{folder / TIMING_META} times the whole design: cut the table before `retime`"
+        )
+    before = tables.read(folder).counts()
+    table = tables.cut(tables.read(folder), configs)
+    tables.write(table, folder)
+    after = table.counts()
+    print(
+        f"cut to {configs} Sobol points per (task, model): {sum(after.values())} of "
+        f"{sum(before.values())} runs kept, {before['complete'] - after['complete']} recorded runs dropped"
+    )
+    print(status_text(table))
+    return 0
+
+
 def _record(args: argparse.Namespace, folder: Path) -> int:
+    if args.cut_to is not None:
+        return _cut(folder, args.cut_to)
     table, tasks, models = opened(args, folder)
     version = version_index(table, code_version(args.device), args.new_code_version)
     tables.write(table, folder)
@@ -339,6 +364,13 @@ def main(argv: list[str] | None = None) -> int:
         "--new-code-version", action="store_true", help="record beside runs of other training code"
     )
     parser.add_argument("--status", action="store_true", help="print what the table holds and stop")
+    parser.add_argument(
+        "--cut-to",
+        type=int,
+        metavar="N",
+        help="cut every design to its papers' points and first N Sobol points, dropping the runs "
+        "beyond (a later --configs grows it back to the same points), and stop",
+    )
     args = parser.parse_args(argv)
     try:
         return record(args)

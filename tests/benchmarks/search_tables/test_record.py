@@ -71,6 +71,42 @@ def test_a_diverged_run_keeps_its_evaluations_and_why(tmp_path: Path) -> None:
     assert table.reasons["denoise/goru/3/1"] == "TrialDiverged: loss nan"
 
 
+def test_a_table_cut_to_fewer_points_keeps_their_runs_and_grows_back_to_the_same_design(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.search_tables.clock import TIMING_META
+    from benchmarks.search_tables.design import extended
+
+    whole = synthetic_table(tmp_path)
+    gru = whole.curves["copying"]["gru"]
+    papers = int(gru.paper.sum())
+    gru.status[papers + 6, 1] = tables.FAILED
+    whole.reasons[f"copying/gru/{papers + 6}/1"] = "RuntimeError: beyond the cut"
+    whole.reasons["copying/gru/0/0"] = "TrialDiverged: kept"
+    tables.write(whole, tmp_path)
+    assert record.main(["--table", str(tmp_path), "--cut-to", "5"]) == 0
+    assert "runs kept" in capsys.readouterr().out
+    cut = tables.read(tmp_path)
+    for task, models in cut.curves.items():
+        for model, curves in models.items():
+            before = whole.curves[task][model]
+            kept = int(before.paper.sum()) + 5
+            assert [d["label"] for d in curves.designs] == [d["label"] for d in before.designs[:kept]]
+            assert int((~curves.paper).sum()) == 5
+            np.testing.assert_array_equal(curves.objective, before.objective[:kept])
+            np.testing.assert_array_equal(curves.status, before.status[:kept])
+    assert cut.reasons == {"copying/gru/0/0": "TrialDiverged: kept"}
+    grown = extended(cut, 8, 2, ["copying"], ["gru"]).curves["copying"]["gru"]
+    assert [d["params"] for d in grown.designs] == [d["params"] for d in gru.designs]
+    assert (grown.status[papers + 5 :] == tables.MISSING).all()
+    assert record.main(["--table", str(tmp_path), "--cut-to", "9"]) == 2
+    assert "hold fewer" in capsys.readouterr().err
+    (tmp_path / TIMING_META).write_text("{}")
+    assert record.main(["--table", str(tmp_path), "--cut-to", "3"]) == 2
+    assert "before `retime`" in capsys.readouterr().err
+    assert len(tables.read(tmp_path).curves["copying"]["gru"].designs) == papers + 5  # nothing written
+
+
 @pytest.mark.slow
 def test_a_recorder_trains_through_train_resumes_and_extends_its_design(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
