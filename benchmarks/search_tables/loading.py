@@ -9,11 +9,12 @@ from benchmarks.search_tables.clock import on_one_clock, read_timing
 
 
 def load(folder: Path, iterations: int | None) -> tables.Table:
-    """The table as the replay reads it: checked against this benchmark, on the clock of its
-    retiming where it has one (`clock`), cut to `iterations`."""
+    """The table as the replay reads it: its configurations recorded on every seed, checked
+    against this benchmark, on the clock of its retiming where it has one (`clock`), cut to
+    `iterations`."""
     from benchmarks.search_tables.design import base_spec, space_text
 
-    table = tables.read(folder)
+    table = tables.whole_configurations(tables.read(folder))
     spaces = {}
     for task, models in table.curves.items():
         spec = base_spec(task, table.settings, list(models))

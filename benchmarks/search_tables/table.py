@@ -314,6 +314,26 @@ def cut(table: Table, configs: int) -> Table:
     return replace(table, curves=curves, reasons=reasons)
 
 
+def whole_configurations(table: Table) -> Table:
+    """The table as far as every seed of a configuration is recorded: a configuration with a
+    seed still missing reads as missing on every seed, so a table still being recorded replays as
+    a smaller table of the same design, every configuration's truth over the same seeds."""
+    curves: dict[str, dict[str, Curves]] = {}
+    for task, models in table.curves.items():
+        for model, c in models.items():
+            partial = (c.status == MISSING).any(axis=1) & (c.status != MISSING).any(axis=1)
+            if partial.any():
+                runs, evaluations = partial[:, None], partial[:, None, None]
+                c = replace(
+                    c,
+                    **{name: np.where(evaluations, np.nan, getattr(c, name)) for name in ARRAYS},
+                    status=np.where(runs, MISSING, c.status).astype(np.int8),
+                    ended=np.where(runs, np.nan, c.ended),
+                )
+            curves.setdefault(task, {})[model] = c
+    return replace(table, curves=curves)
+
+
 def truncated(table: Table, iterations: int) -> Table:
     """The table as if every trial ran `iterations` (a prefix of each recorded run): a run that
     diverged later is complete here."""

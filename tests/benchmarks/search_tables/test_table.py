@@ -59,6 +59,22 @@ def test_a_prefix_of_the_table_is_a_table_of_shorter_trials(tmp_path: Path) -> N
         tables.truncated(table, 250)
 
 
+def test_a_configuration_is_replayed_once_every_seed_of_it_is_recorded(tmp_path: Path) -> None:
+    """A recorder records a configuration seed by seed: one seen on some seeds is not yet in the
+    replayed table (its truth would average other seeds than the rest's), and a failed run counts."""
+    table = synthetic_table(tmp_path)
+    gru = table.curves["copying"]["gru"]
+    gru.status[3, 1], gru.objective[3, 1] = tables.MISSING, np.nan
+    gru.status[4, 0] = tables.FAILED
+    tables.write(table, tmp_path)
+    read = load(tmp_path, None).curves["copying"]["gru"]
+    assert (read.status[3] == tables.MISSING).all() and np.isnan(read.objective[3]).all()
+    assert np.isnan(read.seconds[3]).all() and np.isnan(read.ended[3]).all()
+    assert list(read.status[4]) == [tables.FAILED, tables.COMPLETE]
+    others = np.delete(np.arange(len(read.designs)), 3)
+    np.testing.assert_array_equal(read.objective[others], gru.objective[others])
+
+
 def test_a_table_over_another_space_is_refused_naming_the_difference(tmp_path: Path) -> None:
     table = synthetic_table(tmp_path)
     table.spaces["denoise"]["ncgru"]["reset_interval"] = "int [10, 200] log"
