@@ -2,9 +2,12 @@
 the strategies holds from one table to the other.
 
 Per (task, W) that both files hold: each strategy's 90%-right point in each table's own B, with
-its interval, and its rank among the strategies there (a strategy never 90% right within the
+its interval, its standing against the default there (the replay's paired bootstrap: ahead, level
+or behind), and its rank among the strategies there (a strategy never 90% right within the
 budget ranks last, tied with the others that never are); then Kendall's tau-b between the two
-tables' ranks, the share of strategy pairs not swapped (a pair tied in either table is no swap), and which pairs swap. B differs
+tables' ranks, the share of strategy pairs not swapped (a pair tied in either table is no swap), and
+which pairs swap beyond the intervals (ahead in one table and behind in the other, each time with
+the intervals of the two 90%-right points apart). B differs
 between tables (each is random search's own), so the ranks, not the ratios, are what compare.
 
     python -m benchmarks.search_tables.side_by_side benchmarks/results/search.json \\
@@ -28,7 +31,11 @@ def points(replay: dict[str, Any], task: str, workers: int) -> dict[str, dict[st
     if cell is None:
         return {}
     return {
-        name: {"ratio_90": s["ratio_90"], "interval": s["ratio_90_interval"]}
+        name: {
+            "ratio_90": s["ratio_90"],
+            "interval": s["ratio_90_interval"],
+            "versus_default": (s.get("versus_default") or {}).get("standing"),
+        }
         for name, s in cell["strategies"].items()
     }
 
@@ -79,6 +86,7 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
         pairs = list(itertools.combinations(names, 2))
         unswapped = [(a, b) for a, b in pairs if (r1[a] - r1[b]) * (r2[a] - r2[b]) >= 0]
         swapped = [f"{a}/{b}" for a, b in pairs if (r1[a] - r1[b]) * (r2[a] - r2[b]) < 0]
+        clear = [f"{a}/{b}" for a, b in pairs if _order(one[a], one[b]) * _order(two[a], two[b]) < 0]
         cells[f"{task} W={w}"] = {
             "strategies": {
                 n: {"first": one[n], "second": two[n], "rank_first": r1[n], "rank_second": r2[n]}
@@ -87,6 +95,12 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
             "kendall_tau_b": kendall_tau_b(r1, r2),
             "pairs_unswapped": len(unswapped) / len(pairs),
             "swapped": swapped,
+            "swapped_beyond_intervals": clear,
+            "standing_changed": [
+                f"{n}: {one[n]['versus_default']} → {two[n]['versus_default']}"
+                for n in names
+                if one[n]["versus_default"] != two[n]["versus_default"]
+            ],
         }
     return {"first": first["settings"]["table"], "second": second["settings"]["table"], "cells": cells}
 
@@ -112,6 +126,18 @@ def markdown(result: dict[str, Any]) -> str:
         for cell, c in cells.items()
     ]
     return "\n".join([*lines, "", *taus])
+
+
+def _order(p: dict[str, Any], q: dict[str, Any]) -> int:
+    """-1 where p is ahead of q beyond their intervals (p's upper end below q's lower end), 1 where
+    q is so ahead of p, else 0."""
+    lows = [0.0 if x["interval"][0] is None else x["interval"][0] for x in (p, q)]
+    highs = [_key(x["interval"][1]) for x in (p, q)]
+    if highs[0] < lows[1]:
+        return -1
+    if highs[1] < lows[0]:
+        return 1
+    return 0
 
 
 def _key(ratio: float | None) -> float:
@@ -145,8 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(markdown(result))
     for cell, c in result["cells"].items():
-        if c["swapped"]:
-            print(f"{cell} swapped: {', '.join(c['swapped'])}")
+        if c["standing_changed"]:
+            print(f"{cell}: against the default (paired), {'; '.join(c['standing_changed'])}")
+        clear = c["swapped_beyond_intervals"]
+        print(
+            f"{cell}: {len(c['swapped'])} pairs swap their ranks, {len(clear)} beyond both tables' intervals"
+            + (f": {', '.join(clear)}" if clear else "")
+        )
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
         print(f"\nwrote {args.out}")

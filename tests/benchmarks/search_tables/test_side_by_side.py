@@ -44,14 +44,27 @@ def test_kendall_tau_b_by_hand() -> None:
 def test_the_order_of_strategies_is_compared_and_the_swaps_named() -> None:
     first = replay({"random": 1.0, "default": 0.8, "curves": 0.7, "race": None}, "first")
     second = replay({"random": 1.0, "default": 0.6, "curves": 0.9, "race": None, "new": 0.1}, "second")
+    first["tasks"]["copying"]["W=4"]["strategies"]["curves"]["versus_default"] = {"standing": "ahead"}
+    second["tasks"]["copying"]["W=4"]["strategies"]["curves"]["versus_default"] = {"standing": "behind"}
+    first["tasks"]["copying"]["W=4"]["strategies"]["default"]["ratio_90_interval"] = [0.65, 0.8]
+    second["tasks"]["copying"]["W=4"]["strategies"]["default"]["ratio_90_interval"] = [0.55, 0.6]
     result = side_by_side.compare(first, second)
     cell = result["cells"]["copying W=4"]
+    assert cell["standing_changed"] == ["curves: ahead → behind"]
+    # default/curves swap, but only the second table's intervals are apart (first: 0.65-0.80 and 0.63-0.70)
+    assert cell["swapped_beyond_intervals"] == []
+    second["tasks"]["copying"]["W=4"]["strategies"]["curves"]["ratio_90_interval"] = [0.85, 0.9]
+    first["tasks"]["copying"]["W=4"]["strategies"]["default"]["ratio_90_interval"] = [0.75, 0.8]
+    assert side_by_side.compare(first, second)["cells"]["copying W=4"]["swapped_beyond_intervals"] == [
+        "default/curves"
+    ]
     assert set(cell["strategies"]) == {"random", "default", "curves", "race"}  # those in both
     assert cell["swapped"] == ["default/curves"]
     assert cell["pairs_unswapped"] == pytest.approx(5 / 6)
     assert cell["kendall_tau_b"] == pytest.approx(4 / 6)
     text = side_by_side.markdown(result)
     assert "| curves | 0.70x (0.63–0.70) → 0.90x (0.81–0.90) |" in text and "| race | never → never |" in text
+    assert "| default | 0.80x (0.65–0.80) → 0.60x (0.55–0.60) |" in text
 
 
 def test_files_that_are_no_replays_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
