@@ -189,6 +189,8 @@ def record(args: argparse.Namespace) -> int:
         exists = (folder / tables.META).exists()
         print(status_text(tables.read(folder) if exists else opened(args, folder)[0]))
         return 0
+    if args.cut_to is not None and not (folder / tables.META).exists():
+        raise tables.TableMismatch(f"{folder} holds no table (no {tables.META}) to cut")
     if not (folder / tables.META).exists():
         opened(args, folder)  # a design that cannot be drawn is refused before anything is written
     folder.mkdir(parents=True, exist_ok=True)
@@ -234,16 +236,14 @@ def _cut(folder: Path, configs: int) -> int:
     """Cut the table's design to its first `configs` Sobol points, before it is timed again."""
     from benchmarks.search_tables.clock import TIMING_META
 
-    if not (folder / tables.META).exists():
-        raise tables.TableMismatch(f"{folder} holds no table (no {tables.META}) to cut")
     if (folder / TIMING_META).exists():
         raise tables.TableMismatch(
             f"{folder / TIMING_META} times the whole design: cut the table before `retime`"
         )
-    before = tables.read(folder).counts()
-    table = tables.cut(tables.read(folder), configs)
+    whole = tables.read(folder)
+    table = tables.cut(whole, configs)
     tables.write(table, folder)
-    after = table.counts()
+    before, after = whole.counts(), table.counts()
     print(
         f"cut to {configs} Sobol points per (task, model): {sum(after.values())} of "
         f"{sum(before.values())} runs kept, {before['complete'] - after['complete']} recorded runs dropped"
@@ -351,6 +351,12 @@ def design_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of Sobol points (1 or more)")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -366,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--status", action="store_true", help="print what the table holds and stop")
     parser.add_argument(
         "--cut-to",
-        type=int,
+        type=_positive,
         metavar="N",
         help="cut every design to its papers' points and first N Sobol points, dropping the runs "
         "beyond (a later --configs grows it back to the same points), and stop",

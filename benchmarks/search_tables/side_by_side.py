@@ -84,7 +84,6 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
         r1 = ranks({n: one[n]["ratio_90"] for n in names})
         r2 = ranks({n: two[n]["ratio_90"] for n in names})
         pairs = list(itertools.combinations(names, 2))
-        unswapped = [(a, b) for a, b in pairs if (r1[a] - r1[b]) * (r2[a] - r2[b]) >= 0]
         swapped = [f"{a}/{b}" for a, b in pairs if (r1[a] - r1[b]) * (r2[a] - r2[b]) < 0]
         clear = [f"{a}/{b}" for a, b in pairs if _order(one[a], one[b]) * _order(two[a], two[b]) < 0]
         cells[f"{task} W={w}"] = {
@@ -93,7 +92,7 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
                 for n in names
             },
             "kendall_tau_b": kendall_tau_b(r1, r2),
-            "pairs_unswapped": len(unswapped) / len(pairs),
+            "pairs_unswapped": 1 - len(swapped) / len(pairs),
             "swapped": swapped,
             "swapped_beyond_intervals": clear,
             "standing_changed": [

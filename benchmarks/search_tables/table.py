@@ -119,10 +119,10 @@ class Curves:
         return np.array([not d["label"].startswith("sobol ") for d in self.designs], dtype=bool)
 
     def first(self, configs: int) -> Curves:
-        """The design up to its `configs`-th Sobol point, with its runs: the papers' points (which
-        come first) and the design a table of `configs` points draws, since a design's first n
-        points are its n-point design."""
-        end = int(np.searchsorted(np.cumsum(~self.paper), configs) + 1) if configs else int(self.paper.sum())
+        """The design up to its `configs`-th Sobol point (one or more), with its runs: the papers'
+        points (which come first) and the design a table of `configs` points draws, since a
+        design's first n points are its n-point design."""
+        end = int(np.searchsorted(np.cumsum(~self.paper), configs)) + 1
         return Curves(self.designs[:end], *(getattr(self, name)[:end] for name in (*ARRAYS, *RUN_ARRAYS)))
 
 
@@ -300,12 +300,12 @@ def cut(table: Table, configs: int) -> Table:
     """The table with every (task, model) cut to its papers' points and first `configs` Sobol
     points; the runs beyond are dropped, and a later recorder grows the design back to the same
     points. Refused where a design holds fewer."""
-    short = [
-        f"{task}/{model} ({int((~c.paper).sum())})"
+    held = {
+        f"{task}/{model}": int((~c.paper).sum())
         for task, models in table.curves.items()
         for model, c in models.items()
-        if int((~c.paper).sum()) < configs
-    ]
+    }
+    short = [f"{name} ({n})" for name, n in held.items() if n < configs]
     if short:
         raise TableMismatch(f"cannot cut to {configs} Sobol points: {', '.join(short)} hold fewer")
     curves = {task: {m: c.first(configs) for m, c in models.items()} for task, models in table.curves.items()}

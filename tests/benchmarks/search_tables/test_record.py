@@ -105,6 +105,11 @@ def test_a_table_cut_to_fewer_points_keeps_their_runs_and_grows_back_to_the_same
     assert record.main(["--table", str(tmp_path), "--cut-to", "3"]) == 2
     assert "before `retime`" in capsys.readouterr().err
     assert len(tables.read(tmp_path).curves["copying"]["gru"].designs) == papers + 5  # nothing written
+    with pytest.raises(SystemExit) as refused:
+        record.main(["--table", str(tmp_path), "--cut-to", "0"])
+    assert refused.value.code == 2 and "not a count of Sobol points" in capsys.readouterr().err
+    assert record.main(["--table", str(tmp_path / "none"), "--cut-to", "3"]) == 2
+    assert "holds no table" in capsys.readouterr().err and not (tmp_path / "none").exists()
 
 
 @pytest.mark.slow
