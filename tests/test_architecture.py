@@ -58,15 +58,21 @@ def _sources(*folders: str) -> list[Path]:
     return [path for folder in folders for path in (ROOT / folder).rglob("*.py")]
 
 
+# the one exception, a benchmark's and not the service's: the replay swaps two of TPE's arithmetic
+# functions for SciPy's, checked against Optuna's own before it does (`install`) and by replaying
+# sweeps both ways (tests/benchmarks/search_tables/test_fast_tpe.py)
+PRIVATE_ALLOWED = {"benchmarks/search_tables/fast_tpe.py: optuna.samplers._tpe"}  # its _truncnorm
+
+
 def test_no_module_imports_a_librarys_private_module() -> None:
     ours = ("sweeper", "trainables", "benchmarks", "tests")
-    private = [
+    private = {
         f"{path.relative_to(ROOT)}: {module}"
         for path in _sources("sweeper", "trainables", "benchmarks")
         for _, module, _ in _imports(path)
         if module.split(".")[0] not in ours and any(part.startswith("_") for part in module.split(".")[1:])
-    ]
-    assert private == []
+    }
+    assert private == PRIVATE_ALLOWED
 
 
 def test_the_benchmarks_use_only_public_names_of_the_service_and_the_trials() -> None:

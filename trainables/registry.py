@@ -8,6 +8,7 @@ register; this module imports none of them.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -123,23 +124,7 @@ class TaskEntry:
     def searchable_settings(self) -> dict[str, Hyperparam]:
         """The numeric, boolean and enumerated settings, as `task.<name>` hyperparameters a sweep
         may search (dropout, BPTT length); derived from the settings model, declared once."""
-        declared: dict[str, Hyperparam] = {}
-        for name, info in self.settings.model_fields.items():
-            bounds = {"low": None, "high": None}
-            for constraint in info.metadata:
-                for attribute, key in (("ge", "low"), ("gt", "low"), ("le", "high"), ("lt", "high")):
-                    if getattr(constraint, attribute, None) is not None:
-                        bounds[key] = getattr(constraint, attribute)
-            annotation, label = info.annotation, f"task.{name}"
-            if annotation is bool:
-                declared[label] = Hyperparam(label, "bool", info.default, help=info.description or "")
-            elif annotation in (int, float):
-                kind = "int" if annotation is int else "float"
-                declared[label] = Hyperparam(label, kind, info.default, **bounds, help=info.description or "")
-            elif get_origin(annotation) is Literal:
-                choices = get_args(annotation)
-                declared[label] = Hyperparam(label, "categorical", info.default, choices=choices)
-        return declared
+        return dict(_settings_hyperparams(self.settings))
 
     @property
     def task_class(self) -> type[Task]:
@@ -194,3 +179,26 @@ def register_task(name: str, settings: type[BaseModel], *, description: str = ""
         return build
 
     return register
+
+
+@functools.cache
+def _settings_hyperparams(settings: type[BaseModel]) -> dict[str, Hyperparam]:
+    """A settings model's fields as hyperparameters: read at every suggestion a sweep makes, so
+    derived once per model class (they never change after import)."""
+    declared: dict[str, Hyperparam] = {}
+    for name, info in settings.model_fields.items():
+        bounds = {"low": None, "high": None}
+        for constraint in info.metadata:
+            for attribute, key in (("ge", "low"), ("gt", "low"), ("le", "high"), ("lt", "high")):
+                if getattr(constraint, attribute, None) is not None:
+                    bounds[key] = getattr(constraint, attribute)
+        annotation, label = info.annotation, f"task.{name}"
+        if annotation is bool:
+            declared[label] = Hyperparam(label, "bool", info.default, help=info.description or "")
+        elif annotation in (int, float):
+            kind = "int" if annotation is int else "float"
+            declared[label] = Hyperparam(label, kind, info.default, **bounds, help=info.description or "")
+        elif get_origin(annotation) is Literal:
+            choices = get_args(annotation)
+            declared[label] = Hyperparam(label, "categorical", info.default, choices=choices)
+    return declared

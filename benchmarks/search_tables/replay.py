@@ -57,7 +57,12 @@ _STATE: dict[str, Any] = {}
 
 def _start(folder: Path, iterations: int | None) -> None:
     import optuna
+    import torch
 
+    from benchmarks.search_tables import fast_tpe
+
+    fast_tpe.install()
+    torch.set_num_threads(1)  # GP's fits: one process per core, as `--jobs` is set
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
     _STATE["table"] = load(folder, iterations)

@@ -85,6 +85,9 @@ class CurveRace:
         self.prior = prior
         self.at: dict[str, dict[int, dict[int, float]]] = {p.model: {} for p in plans}
         self.best: dict[tuple[str, int], float] = {}
+        # each family's highest rung any of its trials reached: a trial reaches rungs in order,
+        # so a family has a frontier at every rung up to this one and at none above
+        self.top: dict[str, int | None] = {p.model: None for p in plans}
         self.ended: dict[str, set[int]] = {p.model: set() for p in plans}
         # each family's frontiers, read at every report for every pair and rung: kept until the
         # family reaches a new rung or a trial of it ends, the only events that move them
@@ -124,6 +127,7 @@ class CurveRace:
             reached[rung] = self.best[key]
         if new:
             self._frontiers[model].clear()
+            self.top[model] = max(new[-1], self.top[model] or 0)
         return bool(new)
 
     def reported(self, plan: Raced, number: int, step: int, value: float) -> None:
@@ -147,8 +151,9 @@ class CurveRace:
         return known[rung]
 
     def common_rung(self, a: str, b: str) -> int | None:
-        both = [r for r in self.rungs if self.frontier(a, r) and self.frontier(b, r)]
-        return max(both) if both else None
+        """The highest rung both families have a frontier at."""
+        top_a, top_b = self.top[a], self.top[b]
+        return None if top_a is None or top_b is None else min(top_a, top_b)
 
     def _clipped(self, loss: float) -> float:
         return math.log(loss if self.ceiling is None else min(loss, self.ceiling))
@@ -171,7 +176,7 @@ class CurveRace:
     def leader(self) -> str | None:
         """The family ahead of the most others at their common rungs (ties: the farther along,
         then the better there); a family none of whose trials has reached a rung is not yet in it."""
-        alive = [p.model for p in self.alive() if any(self.at[p.model].values())]
+        alive = [p.model for p in self.alive() if self.top[p.model] is not None]
         if not alive:
             return None
 
@@ -181,7 +186,7 @@ class CurveRace:
                 rung = self.common_rung(model, other) if other != model else None
                 if rung is not None and self.frontier(model, rung)[0] < self.frontier(other, rung)[0]:  # type: ignore[index]
                     wins += 1
-            farthest = max(r for trial in self.at[model].values() for r in trial)
+            farthest = self.top[model] or 0  # set: `alive` holds only families at a rung
             return wins, farthest, -self.frontier(model, farthest)[0]  # type: ignore[index]
 
         return max(alive, key=standing)
