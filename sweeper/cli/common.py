@@ -4,6 +4,7 @@ be done, one line each), the options that name where sweeps live, and finding a 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -203,8 +204,11 @@ def refused(exc: Exception) -> BadInput:
 
 @contextlib.contextmanager
 def resumable(sweep: str, last: bool = True) -> Iterator[None]:
-    """A second Ctrl-C aborts at once, wherever the driver is: say how to continue. After the
-    `last` sweep of the command, Ray is shut down deaf to Ctrl-C (see `stop_ray`)."""
+    """A second Ctrl-C aborts at once, wherever the driver is: say how to continue, shut Ray down
+    and leave without the interpreter's finalization, where threads of Ray's and Tune's still
+    running at the moment of the abort can take the GIL of a finalizing interpreter and kill the
+    process with SIGABRT instead of exit status 130 (what is stored is committed by then). After
+    the `last` sweep of the command, Ray is shut down deaf to Ctrl-C (see `stop_ray`)."""
     from sweeper.run.tune.runtime import lost_interrupts_delivered, stop_ray
 
     try:
@@ -212,7 +216,10 @@ def resumable(sweep: str, last: bool = True) -> Iterator[None]:
             yield
     except KeyboardInterrupt:
         click.echo(f"\nsweep {sweep}: aborted; continue with: sweeper resume {sweep}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        stop_ray()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     finally:
         if last:
             stop_ray()
