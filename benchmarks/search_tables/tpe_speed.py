@@ -1,0 +1,99 @@
+"""What `fast_tpe` saves the replay: the same sweeps replayed in one process with Optuna's own
+TPE arithmetic and with SciPy's, in turn (plain, fast, plain, fast ...), so both see the machine
+at the same speed; per strategy the least CPU-seconds of each side and their ratio, every sweep
+compared trial by trial (a difference exits 1).
+
+    python -m benchmarks.search_tables.tpe_speed --table benchmarks/results/blackbox-hidden \\
+        --out benchmarks/results/tpe-speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from benchmarks.search_tables import fast_tpe
+from benchmarks.search_tables.loading import load
+from benchmarks.search_tables.record import DEFAULT_TABLE
+from benchmarks.search_tables.simulator import Replay
+from benchmarks.search_tables.strategies import STRATEGIES
+
+
+def _sweeps(table: Any, strategy: str, seeds: int, trials: int) -> tuple[float, list[dict[str, Any]]]:
+    started, traces = time.process_time(), []
+    for task in table.curves:
+        for workers in (4, 8):
+            for seed in range(seeds):
+                trace = asdict(Replay(table, task, strategy, seed, workers, trials).run())
+                trace.pop("searcher_seconds")
+                traces.append(trace)
+    return time.process_time() - started, traces
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--table", type=Path, default=DEFAULT_TABLE)
+    parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES))
+    parser.add_argument("--seeds", type=int, default=1, help="paired seeds per (task, W)")
+    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=2, help="turns of each side; the least is kept")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    table = load(args.table, None)
+    rows, plain_total, fast_total = {}, 0.0, 0.0
+    for strategy in args.strategies:
+        _sweeps(table, strategy, 1, args.trials)  # first calls and imports, on neither side
+        seconds: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.rounds):
+            for fast in (False, True):
+                (fast_tpe.install if fast else fast_tpe.uninstall)()
+                spent, traces = _sweeps(table, strategy, args.seeds, args.trials)
+                seconds[fast].append(spent)
+                if not fast:
+                    reference = traces
+                elif traces != reference:
+                    print(f"{strategy}: a sweep differs with fast_tpe", file=sys.stderr)
+                    return 1
+        fast_tpe.uninstall()
+        plain, fast = min(seconds[False]), min(seconds[True])
+        plain_total, fast_total = plain_total + plain, fast_total + fast
+        rows[strategy] = {"plain_cpu_s": plain, "fast_cpu_s": fast, "ratio": plain / fast}
+        print(f"{strategy:12s} plain {plain:6.2f} s  fast {fast:6.2f} s  {plain / fast:.2f}x", flush=True)
+    print(
+        f"{'every':12s} plain {plain_total:6.2f} s  fast {fast_total:6.2f} s  {plain_total / fast_total:.2f}x"
+    )
+    if args.out is not None:
+        data = {
+            "command": shlex.join(
+                ["python", "-m", "benchmarks.search_tables.tpe_speed", *(argv or sys.argv[1:])]
+            ),
+            "sweeps_per_side": 4 * args.seeds * len(args.strategies),
+            "identical": True,
+            "strategies": rows,
+            "every_strategy": {
+                "plain_cpu_s": plain_total,
+                "fast_cpu_s": fast_total,
+                "ratio": plain_total / fast_total,
+            },
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
