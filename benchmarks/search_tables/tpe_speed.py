@@ -22,6 +22,7 @@ from typing import Any
 import optuna
 
 from benchmarks.search_tables import fast_tpe
+from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.loading import load
 from benchmarks.search_tables.record import DEFAULT_TABLE
 from benchmarks.search_tables.simulator import Replay
@@ -52,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
+    if not (args.table / tables.META).is_file():
+        print(f"error: {args.table} holds no table (no {tables.META})", file=sys.stderr)
+        return 2
     table = load(args.table, None)
     rows, plain_total, fast_total = {}, 0.0, 0.0
     for strategy in args.strategies:

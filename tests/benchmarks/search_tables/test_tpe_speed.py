@@ -37,3 +37,10 @@ def test_a_sweep_that_differs_exits_1(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setitem(fast_tpe.TOLERANCE, "_log_ndtr", (1.0, 1.0))
     args = ["--table", str(tmp_path / "table"), "--strategies", "default", "--trials", "12", "--rounds", "1"]
     assert tpe_speed.main(args) == 1
+
+
+def test_a_folder_without_a_table_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert tpe_speed.main(["--table", str(tmp_path), "--out", str(tmp_path / "speed.json")]) == 2
+    assert str(tmp_path) in capsys.readouterr().err and not (tmp_path / "speed.json").exists()
