@@ -1,5 +1,5 @@
 """`python -m sweeper`: the `sweeper` command."""
 
-from sweeper.cli import main
+from sweeper.cli import run
 
-main()
+run()

@@ -59,9 +59,10 @@ def _start(folder: Path, iterations: int | None) -> None:
     import optuna
     import torch
 
-    from benchmarks.search_tables import fast_tpe
+    from benchmarks.search_tables import fast_tpe, uncopied
 
     fast_tpe.install()
+    uncopied.install()
     torch.set_num_threads(1)  # GP's fits: one process per core, as `--jobs` is set
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")

@@ -1,5 +1,5 @@
 """`python -m sweeper.cli`: the `sweeper` command, as subprocesses and benchmarks start it."""
 
-from sweeper.cli import main
+from sweeper.cli import run
 
-main()
+run()

@@ -5,9 +5,7 @@ the recorded second table."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import optuna
@@ -18,8 +16,8 @@ from benchmarks.search_tables import fast_tpe
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.loading import load
 from benchmarks.search_tables.record import ROOT
-from benchmarks.search_tables.simulator import Replay
 from tests.benchmarks.search_tables.synthetic import synthetic_table
+from tests.benchmarks.search_tables.traces import Job, replayed
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -63,19 +61,10 @@ def test_install_routes_tpe_through_it_and_refuses_a_disagreeing_one(
     assert _truncnorm._log_ndtr is not fast_tpe.vectorized_log_ndtr  # nothing half-installed
 
 
-def _sweeps(table: tables.Table, jobs: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
-    out = []
-    for task, strategy, workers, seed in jobs:
-        trace = asdict(Replay(table, task, strategy, seed, workers, 12).run())
-        trace.pop("searcher_seconds")
-        out.append(trace)
-    return out
-
-
-def _both(table: tables.Table, jobs: list[tuple[str, str, int, int]]) -> None:
-    reference = _sweeps(table, jobs)
+def _both(table: tables.Table, jobs: list[Job]) -> None:
+    reference = replayed(table, jobs)
     fast_tpe.install()
-    fast = _sweeps(table, jobs)
+    fast = replayed(table, jobs)
     assert any(t["race_stops"] for t in reference if t["strategy"] == "curves"), "no family raced out"
     for ref, got in zip(reference, fast, strict=True):
         assert got == ref, (ref["task"], ref["strategy"], ref["workers"], ref["seed"])
