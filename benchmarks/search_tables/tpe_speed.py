@@ -1,10 +1,14 @@
-"""What `fast_tpe` saves the replay: the same sweeps replayed in one process with Optuna's own
-TPE arithmetic and with SciPy's, in turn (plain, fast, plain, fast ...), so both see the machine
-at the same speed; per strategy the least CPU-seconds of each side and their ratio, every sweep
-compared trial by trial (a difference exits 1).
+"""What each of the replay's changes to Optuna saves it: the same sweeps replayed in one process
+without and with the change (`--speedup`: `fast_tpe`, TPE's normal CDFs by SciPy; `uncopied`, the
+deep copies nothing reads), every change the replay installs before it in place on both sides, in
+turn (plain, fast, plain, fast ...), so both see the machine at the same speed; per strategy the
+least CPU-seconds of each side and their ratio, every sweep compared trial by trial (a
+difference exits 1).
 
     python -m benchmarks.search_tables.tpe_speed --table benchmarks/results/blackbox-hidden \\
         --out benchmarks/results/tpe-speed.json
+    python -m benchmarks.search_tables.tpe_speed --table benchmarks/results/blackbox-hidden \\
+        --speedup uncopied --out benchmarks/results/uncopied-speed.json
 """
 
 from __future__ import annotations
@@ -21,12 +25,27 @@ from typing import Any
 
 import optuna
 
-from benchmarks.search_tables import fast_tpe
+from benchmarks.search_tables import fast_tpe, uncopied
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.loading import load
 from benchmarks.search_tables.record import DEFAULT_TABLE
 from benchmarks.search_tables.simulator import Replay
 from benchmarks.search_tables.strategies import STRATEGIES
+
+SPEEDUPS = {"fast_tpe": fast_tpe, "uncopied": uncopied}  # in the order the replay installs them
+
+
+def _side(speedup: str, on: bool) -> None:
+    """Every change installed before `speedup`, and `speedup` itself where `on`."""
+    names = list(SPEEDUPS)
+    for name in names[: names.index(speedup)]:
+        SPEEDUPS[name].install()
+    (SPEEDUPS[speedup].install if on else SPEEDUPS[speedup].uninstall)()
+
+
+def _optuna_as_it_ships() -> None:
+    for module in SPEEDUPS.values():
+        module.uninstall()
 
 
 def _sweeps(table: Any, strategy: str, seeds: int, trials: int) -> tuple[float, list[dict[str, Any]]]:
@@ -49,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=1, help="paired seeds per (task, W)")
     parser.add_argument("--trials", type=int, default=24)
     parser.add_argument("--rounds", type=int, default=2, help="turns of each side; the least is kept")
+    parser.add_argument("--speedup", choices=list(SPEEDUPS), default="fast_tpe", help="the change measured")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -63,15 +83,16 @@ def main(argv: list[str] | None = None) -> int:
         seconds: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(args.rounds):
             for fast in (False, True):
-                (fast_tpe.install if fast else fast_tpe.uninstall)()
+                _side(args.speedup, fast)
                 spent, traces = _sweeps(table, strategy, args.seeds, args.trials)
                 seconds[fast].append(spent)
                 if not fast:
                     reference = traces
                 elif traces != reference:
-                    print(f"{strategy}: a sweep differs with fast_tpe", file=sys.stderr)
+                    print(f"{strategy}: a sweep differs with {args.speedup}", file=sys.stderr)
+                    _optuna_as_it_ships()
                     return 1
-        fast_tpe.uninstall()
+        _optuna_as_it_ships()
         plain, fast = min(seconds[False]), min(seconds[True])
         plain_total, fast_total = plain_total + plain, fast_total + fast
         rows[strategy] = {"plain_cpu_s": plain, "fast_cpu_s": fast, "ratio": plain / fast}
@@ -84,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": shlex.join(
                 ["python", "-m", "benchmarks.search_tables.tpe_speed", *(argv or sys.argv[1:])]
             ),
+            "speedup": args.speedup,
+            "beneath": list(SPEEDUPS)[: list(SPEEDUPS).index(args.speedup)],
             "sweeps_per_side": 4 * args.seeds * len(args.strategies),
             "identical": True,
             "strategies": rows,
