@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--runs", type=int, default=3, help="launches per side")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: at least one launch per side")
     measured: dict[str, list[tuple[float, float]]] = {side: [] for side in SIDES}
     with tempfile.TemporaryDirectory(prefix="sweeper-teardown-") as tmp:
         for run in range(args.runs + 1):  # the first pair warms the caches and is not counted
@@ -69,13 +71,15 @@ def main(argv: list[str] | None = None) -> None:
                 timing = wall_and_tail([*cli, "launch", "sweep.yaml", "--no-price"], folder)
                 if run:
                     measured[side].append(timing)
-    figures = []
+    figures, walls = [], {}
     for side, timings in measured.items():
-        wall = statistics.median(t[0] for t in timings)
+        walls[side] = statistics.median(t[0] for t in timings)
         tail = statistics.median(t[1] for t in timings)
-        figures.append({"side": side, "median_wall_s": wall, "median_tail_s": tail, "runs": len(timings)})
-        print(f"{side:<5} wall {wall:6.2f} s   last line to exit {tail:5.2f} s")
-    ratio = figures[0]["median_wall_s"] / figures[1]["median_wall_s"]
+        figures.append(
+            {"side": side, "median_wall_s": walls[side], "median_tail_s": tail, "runs": len(timings)}
+        )
+        print(f"{side:<5} wall {walls[side]:6.2f} s   last line to exit {tail:5.2f} s")
+    ratio = walls["run"] / walls["main"]
     print(f"run/main wall: {ratio:.2f}")
     figures.append({"side": "run/main", "wall_ratio": ratio})
     figures_file.write("teardown", "cpu", figures)

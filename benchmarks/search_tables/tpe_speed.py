@@ -48,14 +48,29 @@ def _optuna_as_it_ships() -> None:
         module.uninstall()
 
 
+Job = tuple[str, str, int, int]  # task, strategy, workers, seed
+
+
+def comparable_traces(table: tables.Table, jobs: list[Job], trials: int) -> list[dict[str, Any]]:
+    """Each job's replayed sweep, less the searcher's own CPU time: the one figure a change to
+    Optuna's speed may change."""
+    traces = []
+    for task, strategy, workers, seed in jobs:
+        trace = asdict(Replay(table, task, strategy, seed, workers, trials).run())
+        trace.pop("searcher_seconds")
+        traces.append(trace)
+    return traces
+
+
 def _sweeps(table: Any, strategy: str, seeds: int, trials: int) -> tuple[float, list[dict[str, Any]]]:
-    started, traces = time.process_time(), []
-    for task in table.curves:
-        for workers in (4, 8):
-            for seed in range(seeds):
-                trace = asdict(Replay(table, task, strategy, seed, workers, trials).run())
-                trace.pop("searcher_seconds")
-                traces.append(trace)
+    jobs = [
+        (task, strategy, workers, seed)
+        for task in table.curves
+        for workers in (4, 8)
+        for seed in range(seeds)
+    ]
+    started = time.process_time()
+    traces = comparable_traces(table, jobs, trials)
     return time.process_time() - started, traces
 
 

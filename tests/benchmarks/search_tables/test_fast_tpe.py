@@ -16,8 +16,8 @@ from benchmarks.search_tables import fast_tpe
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.loading import load
 from benchmarks.search_tables.record import ROOT
+from benchmarks.search_tables.tpe_speed import Job, comparable_traces
 from tests.benchmarks.search_tables.synthetic import synthetic_table
-from tests.benchmarks.search_tables.traces import Job, replayed
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -62,9 +62,9 @@ def test_install_routes_tpe_through_it_and_refuses_a_disagreeing_one(
 
 
 def _both(table: tables.Table, jobs: list[Job]) -> None:
-    reference = replayed(table, jobs)
+    reference = comparable_traces(table, jobs, 12)
     fast_tpe.install()
-    fast = replayed(table, jobs)
+    fast = comparable_traces(table, jobs, 12)
     assert any(t["race_stops"] for t in reference if t["strategy"] == "curves"), "no family raced out"
     for ref, got in zip(reference, fast, strict=True):
         assert got == ref, (ref["task"], ref["strategy"], ref["workers"], ref["seed"])

@@ -11,8 +11,8 @@ import pytest
 from optuna.search_space import group_decomposed
 
 from benchmarks.search_tables import uncopied
+from benchmarks.search_tables.tpe_speed import comparable_traces
 from tests.benchmarks.search_tables.synthetic import synthetic_table
-from tests.benchmarks.search_tables.traces import replayed
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_the_group_decomposition_is_optunas(plain: None) -> None:
 def test_replayed_sweeps_are_identical_with_it(plain: None, tmp_path: Path) -> None:
     table = synthetic_table(tmp_path / "table")
     jobs = [(t, s, 2, 0) for t in table.curves for s in ("default", "curves", "old", "all")]
-    reference = replayed(table, jobs)
+    reference = comparable_traces(table, jobs, 12)
     uncopied.install()
-    for ref, got in zip(reference, replayed(table, jobs), strict=True):
+    for ref, got in zip(reference, comparable_traces(table, jobs, 12), strict=True):
         assert got == ref, (ref["task"], ref["strategy"], ref["workers"], ref["seed"])
