@@ -8,10 +8,11 @@ from pathlib import Path
 
 import optuna
 import pytest
+from optuna._gp import batched_lbfgsb
 from optuna.samplers._tpe import _truncnorm
 from optuna.search_space import group_decomposed
 
-from benchmarks.search_tables import fast_tpe, tpe_speed, uncopied
+from benchmarks.search_tables import batched_gp, fast_tpe, tpe_speed, uncopied
 from tests.benchmarks.search_tables.synthetic import synthetic_table
 
 
@@ -20,6 +21,7 @@ def plain_after() -> None:
     yield
     fast_tpe.uninstall()
     uncopied.uninstall()
+    batched_gp.install()
 
 
 def _as_it_ships() -> bool:
@@ -27,10 +29,14 @@ def _as_it_ships() -> bool:
         all(getattr(_truncnorm, name) is plain for name, plain in fast_tpe.PLAIN.items())
         and optuna.Study.tell is uncopied.PLAIN["tell"]
         and group_decomposed._GroupDecomposedSearchSpace.calculate is uncopied.PLAIN["calculate"]
+        and batched_lbfgsb._greenlet_imports is batched_gp.BATCHED
     )
 
 
-@pytest.mark.parametrize(("speedup", "beneath"), [("fast_tpe", []), ("uncopied", ["fast_tpe"])])
+@pytest.mark.parametrize(
+    ("speedup", "beneath"),
+    [("fast_tpe", []), ("uncopied", ["fast_tpe"]), ("batched_gp", ["fast_tpe", "uncopied"])],
+)
 def test_writes_each_strategys_ratio_and_leaves_optuna_as_it_ships(
     tmp_path: Path, speedup: str, beneath: list[str]
 ) -> None:
