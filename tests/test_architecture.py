@@ -60,8 +60,9 @@ def _sources(*folders: str) -> list[Path]:
 
 # the exceptions, a benchmark's and not the service's: the replay swaps two of TPE's arithmetic
 # functions for SciPy's, checked against Optuna's own before it does (`install`), and skips the
-# deep copy `Study.tell` returns; both are checked by replaying sweeps both ways
-# (tests/benchmarks/search_tables/test_fast_tpe.py, test_uncopied.py)
+# deep copy `Study.tell` returns; `tpe_speed` turns the GP sampler's batched optimization off to
+# measure it; each is checked by replaying sweeps both ways
+# (tests/benchmarks/search_tables/test_fast_tpe.py, test_uncopied.py, test_batched_gp.py)
 PRIVATE_ALLOWED = {
     "benchmarks/search_tables/batched_gp.py: optuna._gp",  # its batched L-BFGS-B's greenlet guard
     "benchmarks/search_tables/fast_tpe.py: optuna.samplers._tpe",  # its _truncnorm

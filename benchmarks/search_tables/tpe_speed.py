@@ -1,7 +1,7 @@
 """What each of the replay's changes to Optuna saves it: the same sweeps replayed in one process
 without and with the change (`--speedup`: `fast_tpe`, TPE's normal CDFs by SciPy; `uncopied`, the
 deep copies nothing reads; `batched_gp`, the GP sampler's starts optimized together, as greenlet
-lets Optuna do for the service too), every change the replay installs before it in place on both sides, in
+lets Optuna do for the service too), every change listed before it in place on both sides, in
 turn (plain, fast, plain, fast ...), so both see the machine at the same speed; per strategy the
 least CPU-seconds of each side and their ratio, every sweep compared trial by trial (a
 difference exits 1).
@@ -35,7 +35,8 @@ from benchmarks.search_tables.record import DEFAULT_TABLE
 from benchmarks.search_tables.simulator import Replay
 from benchmarks.search_tables.strategies import STRATEGIES
 
-# in the order the replay installs them; batched_gp is Optuna as the service installs it
+# in the order the replay has them: it installs the first two; the third is on wherever greenlet
+# is installed, as the service installs Optuna (`SHIPPED`), and only this benchmark turns it off
 SPEEDUPS = {"fast_tpe": fast_tpe, "uncopied": uncopied, "batched_gp": batched_gp}
 SHIPPED = ("batched_gp",)
 
