@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweeper.run.pricing import calibrated, ends, measured_paces, recorded_paces, slots, sweep_price
+from sweeper.run.tune.workers import NICENESS_ENV
 from sweeper.spec.loading import parse_spec
 from tests.helpers import GPU_RESOURCES, dump_spec, tiny_spec
 
@@ -30,9 +31,13 @@ def test_the_slots_are_the_cpus_over_a_trials_and_the_gpus_over_its_share() -> N
 
 
 @pytest.mark.slow
-def test_calibrating_times_each_model_on_a_worker_and_reads_the_clusters_size() -> None:
+def test_calibrating_times_each_model_on_a_worker_and_reads_the_clusters_size(monkeypatch) -> None:
     spec = parse_spec(dump_spec(tiny_spec(resources={"cpus": 1})), "s.yaml")
-    paces, slots = calibrated(spec, "local")  # a local Ray stands for the cluster
+    # A local Ray stands for the cluster, its workers at the niceness sweeper's own local Ray gives
+    # them: at Ray's default of 15, beside busy processes (the other test worker's) the task's
+    # imports get a few percent of a core, and its seconds become minutes.
+    monkeypatch.setenv(NICENESS_ENV, "0")
+    paces, slots = calibrated(spec, "local")
     assert set(paces) == {"lstm", "gru"} and slots >= 1
     assert all(0 < p.low <= p.high and "on a worker of the cluster" in p.source for p in paces.values())
     assert all(p.start > 0 and p.evaluation > 0 for p in paces.values())  # priced as a trial here is
