@@ -31,6 +31,22 @@ def test_ci_runs_the_main_command_then_the_test_command(tmp_path: Path) -> None:
     assert failed.returncode != 0 and (tmp_path / "order.txt").read_text() == "main\ntest\n"
 
 
+def test_the_test_command_finds_what_the_main_command_printed(tmp_path: Path) -> None:
+    """The README's main command's test reads the output CI kept (`SWEEPER_README_MAIN_RUN`)
+    instead of running its sweep again; the output is still shown as it comes."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    main = "echo out; echo err >&2; echo more out"
+    test = (
+        'cat "$SWEEPER_README_MAIN_RUN/stdout" > seen.txt; cat "$SWEEPER_README_MAIN_RUN/stderr" >> seen.txt'
+    )
+    (tmp_path / "README.md").write_text(readme(main, test))
+    done = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "seen.txt").read_text() == "out\nmore out\nerr\n"
+    assert "out\nmore out\n" in done.stdout and "err\n" in done.stderr
+
+
 def _sources_only(folder: str, names: list[str]) -> list[str]:
     """What the copy leaves out: caches, and the benchmarks' recorded results (not `sweeper/results`,
     the read side the benchmarks import)."""
