@@ -18,9 +18,14 @@ def readme(main: str, test: str) -> str:
     return f"<!-- main-command -->\n```bash\n{main}\n```\n\n<!-- test-command -->\n```bash\n{test}\n```\n"
 
 
+def with_ci(folder: Path) -> Path:
+    """`folder` holding a copy of .ci/run, which runs the README written there."""
+    (folder / ".ci").mkdir()
+    return Path(shutil.copy(ROOT / ".ci" / "run", folder / ".ci" / "run"))
+
+
 def test_ci_runs_the_main_command_then_the_test_command(tmp_path: Path) -> None:
-    (tmp_path / ".ci").mkdir()
-    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    with_ci(tmp_path)
     (tmp_path / "README.md").write_text(readme("echo main >> order.txt", "echo test >> order.txt"))
     done = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -34,8 +39,7 @@ def test_ci_runs_the_main_command_then_the_test_command(tmp_path: Path) -> None:
 def test_the_test_command_finds_what_the_main_command_printed(tmp_path: Path) -> None:
     """The README's main command's test reads the output CI kept (`SWEEPER_README_MAIN_RUN`)
     instead of running its sweep again; the output is still shown as it comes."""
-    (tmp_path / ".ci").mkdir()
-    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    with_ci(tmp_path)
     main = "echo out; echo err >&2; echo more out"
     test = (
         'cat "$SWEEPER_README_MAIN_RUN/stdout" > seen.txt; cat "$SWEEPER_README_MAIN_RUN/stderr" >> seen.txt'

@@ -260,6 +260,7 @@ def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
     readme = (ROOT / "README.md").read_text()
     assert "sweeper launch configs/denoise.yaml --profile smoke" in readme
     cwd, stdout, stderr = readme_main_command(tmp_path)
+    assert "sweep denoise-1: " in stdout, stdout[-3000:] + stderr[-3000:]
     launch = stdout[stdout.index("sweep denoise-1: ") :]  # after the installs, where CI ran the command
     assert "sweep denoise-1: finished" in launch
     assert (cwd / "sweeps" / "sweeper.db").is_file() and (cwd / "sweeps" / "mlflow.db").is_file()
