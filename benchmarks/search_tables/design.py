@@ -26,6 +26,7 @@ from sweeper.papers.points import paper_points
 from sweeper.spec.space import describe, suggest_params
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.spec.values import IntRange
+from trainables.models.orthogonal import resolve_layout
 
 SOBOL_SEED = 20261126
 
@@ -144,11 +145,24 @@ def paper_design(spec: SweepSpec, settings: Settings, model: str) -> list[Design
     names = set(searched(spec, model))
     designs = []
     for label, params in papers(spec.task.name, settings, spec)[model]:
+        params = {**params, **_ignored(spec, model, params, names - set(params))}
         if set(params) != names:
             missing = ", ".join(sorted(names - set(params)))
             raise ValueError(f"{label} leaves {missing} to the sampler; the table records whole points")
         designs.append(Design(label, params, _config(spec, model, params)))
     return designs
+
+
+def _ignored(spec: SweepSpec, model: str, params: dict[str, Any], missing: set[str]) -> dict[str, Any]:
+    """The missing values the run ignores, at their range's low end: a paper's point at a power
+    of two takes the FFT layout, which has no capacity (a study still draws one)."""
+    searched_capacity = spec.space(model).get("capacity")
+    if "capacity" not in missing or not isinstance(searched_capacity, IntRange):
+        return {}
+    config = trial_config(spec, model, {**params, "capacity": searched_capacity.int[0]}, seed=0)
+    if resolve_layout(config.get("layout", "auto"), config["hidden_size"]) != "fft":
+        return {}
+    return {"capacity": searched_capacity.int[0]}
 
 
 def _config(spec: SweepSpec, model: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ class Snapper:
         suggest_params(fixed, spec, model)
         self.distributions = dict(sorted(fixed.distributions.items()))
         self.params = [d["params"] for d in curves.designs]
+        self.labels = [d["label"] for d in curves.designs]
         self.recorded = (curves.status != tables.MISSING).any(axis=1)
         self.sobol = self.recorded & ~curves.paper
         if not self.recorded.any():
@@ -68,6 +69,13 @@ class Snapper:
             else:
                 distances += (self.columns[name] - here) ** 2
         return distances
+
+    def labelled(self, label: str) -> int:
+        """The recorded papers' point of this label (a papers' point fixes what the run reads)."""
+        for index, design in enumerate(self.labels):
+            if design == label and self.recorded[index]:
+                return index
+        raise ValueError(f"the papers' point {label} is not recorded")
 
     def nearest(self, params: dict[str, Any], among: np.ndarray | None = None) -> int:
         distances = self.distances(params)

@@ -243,11 +243,10 @@ class Replay:
         model = config["model"]
         trial = self.searcher.trial_of(trial_id)
         snapper = self.snappers[model]
-        design = snapper.nearest(trial.params)
-        if PAPER_POINT_ATTR in trial.user_attrs and snapper.distances(trial.params)[design] > 0:
-            raise ValueError(
-                f"{model}: the papers' point {trial.user_attrs[PAPER_POINT_ATTR]} is not recorded"
-            )
+        if PAPER_POINT_ATTR in trial.user_attrs:  # by its label: a value it leaves to the sampler
+            design = snapper.labelled(trial.user_attrs[PAPER_POINT_ATTR])  # the run ignores
+        else:
+            design = snapper.nearest(trial.params)
         curves = self.curves[model]
         seeds = np.flatnonzero(curves.status[design] != tables.MISSING)
         if self.run_seeds is not None:
