@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sweeper.run.search.curve_race import as_loss
+from sweeper.results.loss_scale import as_loss
 from sweeper.store.trial_record import RACE_STOP_ATTR
 
 ALPHA = 0.5  # MaxUCB's exploration constant, as its authors' code sets it

@@ -3,17 +3,21 @@ seed noise (`sweeper.results.odds`) from recorded tables.
 
 For each table and task: many random sweeps, each drawing `--budget` recorded runs per model
 (configuration and seed at random, as random search would); at each of the race's rungs and for
-a few numbers of trials measured so far, every pair of models where the first is behind (or
-level) at that rung gives one example: its log gap there (each side's best so far, clipped at the
-task's baseline), the trials behind it, the rung's share of a trial, and whether the first
-model's best after the whole budget beats the second's. A logistic fit to those examples is the
-prior. The race states its odds with the shipped one, learned from every recorded task; the
-replay judges a task with one learned from the other tasks only (`learned`).
+a few numbers of trials measured so far, every pair of models where the first is behind the
+second by more than the race's `LEVEL` at that rung gives one example: its log gap there beyond
+`LEVEL` (each side's best so far on the race's scale: clipped at the task's baseline and at the
+tie margin of zero, `CurveRace.clipped`), the trials behind it, the rung's share of a trial, and
+whether the first model's best after the whole budget ends level with the second's (within
+`LEVEL`) or ahead. A logistic fit to those examples is the prior; it records the trials measured
+and the shares of a trial it saw, outside which the race does not use it. The race states its odds
+with the shipped one, learned from every recorded task; the replay judges a task with one learned
+from the other tasks only (`learned`).
 
-The seed noise is the spread of one run's best value between its seeds on the log scale, pooled
-over each (task, model)'s five best configurations.
+The seed noise is one run's best value's spread between its seeds relative to its mean as a loss,
+the median over each (task, model)'s five best configurations.
 
-    python -m benchmarks.search_tables.prior --out sweeper/run/search/curve_prior.json \
+    python -m benchmarks.search_tables.prior --tables benchmarks/results/blackbox \
+        benchmarks/results/blackbox-hidden --out sweeper/run/search/curve_prior.json \
         --noise-out sweeper/results/seed_noise.json
 """
 
@@ -29,8 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.search_tables import table as tables
+from sweeper.results.loss_scale import as_loss, resolved
+from sweeper.results.odds import shipped_relative
 from sweeper.run.search.curve_prior import CurvePrior, features
-from sweeper.run.search.curve_race import as_loss
+from sweeper.run.search.curve_race import LEVEL, solved_scale
 
 TRIALS_MEASURED = (1, 2, 3, 4, 6, 8, 12)
 L2 = 1e-3  # keeps the fit finite where a task separates its models perfectly
@@ -48,18 +54,18 @@ def rung_indices(table: tables.Table, reduction: float = 3.0) -> list[int]:
 
 
 def examples(
-    table: tables.Table, task: str, budget: int, sweeps: int, rng: np.random.Generator
+    table: tables.Table, task: str, budget: int, sweeps: int, relative: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(features, overtook) over random sweeps of one task: see the module's docstring."""
+    """(features, ended level or ahead) over random sweeps of one task: see the module's docstring."""
     info = table.tasks[task]
-    ceiling = math.inf if info.baseline is None else as_loss(info.baseline, info.mode)
+    level = solved_scale(info.baseline, info.mode, relative)
     runs = {}
     for model, c in table.curves[task].items():
-        loss = np.vectorize(lambda v: as_loss(v, info.mode) if np.isfinite(v) else np.nan)(c.objective)
+        loss = np.vectorize(lambda v: level(as_loss(v, info.mode)) if np.isfinite(v) else np.nan)(c.objective)
         best = np.fmin.accumulate(np.where(np.isnan(loss), np.inf, loss), axis=2)
         recorded = np.argwhere(c.status != tables.MISSING)
         final = np.where(c.status == tables.COMPLETE, best[:, :, -1], np.inf)
-        runs[model] = (np.minimum(best, ceiling), final, recorded)
+        runs[model] = (best, final, recorded)
     rungs = rung_indices(table)
     steps = table.steps
     rows, labels = [], []
@@ -77,11 +83,11 @@ def examples(
                     for g in drawn:
                         if f == g or not (math.isfinite(front[f]) and math.isfinite(front[g])):
                             continue
-                        gap = math.log(front[f]) - math.log(front[g])
-                        if gap < 0:
+                        gap = front[f] - front[g] - LEVEL
+                        if gap <= 0:
                             continue
                         rows.append(features(gap, n, float(steps[e] / steps[-1])))
-                        labels.append(drawn[f][1] < drawn[g][1])
+                        labels.append(drawn[f][1] <= drawn[g][1] + LEVEL)
     return np.array(rows), np.array(labels, dtype=float)
 
 
@@ -105,20 +111,29 @@ def learned(
     sweeps: int = 300,
     seed: int = 0,
 ) -> CurvePrior:
-    """The prior learned from the named tables, on `tasks` only where given."""
+    """The prior learned from the named tables, on `tasks` only where given (their relative seed
+    spread sets the tie margin of zero the race clips at)."""
     rng = np.random.default_rng(seed)
-    xs, ys, used = [], [], []
+    try:
+        relative = seed_spread(sources, tasks)["relative"]
+    except tables.TableMismatch:  # no repeated seeds to learn it from: the shipped one
+        relative = shipped_relative()[0]
+    xs, ys, used, progress = [], [], [], []
     for name, table in sources:
         for task in table.curves:
             if tasks is not None and task not in tasks:
                 continue
-            x, y = examples(table, task, budget, sweeps, rng)
+            x, y = examples(table, task, budget, sweeps, relative, rng)
             xs.append(x)
             ys.append(y)
             used.append(f"{name}/{task}")
-    if not xs:
-        raise tables.TableMismatch(f"no task to learn from in {', '.join(name for name, _ in sources)}")
+            progress += [float(table.steps[e] / table.steps[-1]) for e in rung_indices(table)]
+    if not xs or not sum(len(y) for y in ys):
+        raise tables.TableMismatch(
+            f"no task with families apart at a rung to learn from in {', '.join(name for name, _ in sources)}"
+        )
     x, y = np.concatenate(xs), np.concatenate(ys)
+    measured = [n for n in TRIALS_MEASURED if n < budget]
     return CurvePrior(
         tuple(float(w) for w in fit(x, y)),
         {
@@ -128,14 +143,17 @@ def learned(
             "sweeps": sweeps,
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         },
+        (min(measured), max(measured)),
+        (min(progress), max(progress)),
+        relative,
     )
 
 
 def seed_spread(
     sources: list[tuple[str, tables.Table]], tasks: list[str] | None = None, top: int = 5
 ) -> dict:
-    """One run's best value's spread between seeds relative to its mean (the median over each
-    (task, model)'s `top` best configurations with two seeds or more)."""
+    """One run's best value's spread between seeds relative to its mean as a loss (`loss_scale`;
+    the median over each (task, model)'s `top` best configurations with two seeds or more)."""
     from benchmarks.search_tables.verdicts import run_bests
 
     relative, used = [], []
@@ -151,8 +169,10 @@ def seed_spread(
                 order = np.argsort(np.where(counts > 0, sign * means, np.inf))
                 for design in order[:top]:
                     runs = bests[design][np.isfinite(bests[design])]
-                    if len(runs) >= 2 and np.mean(runs) != 0:
-                        relative.append(float(np.std(runs, ddof=1) / abs(np.mean(runs))))
+                    if len(runs) >= 2:
+                        mode = table.tasks[task].mode
+                        scale = resolved(as_loss(float(np.mean(runs)), mode), mode)
+                        relative.append(float(np.std(runs, ddof=1) / scale))
             used.append(f"{name}/{task}")
     if not relative:
         raise tables.TableMismatch("no configuration with two seeds to learn the seed noise from")

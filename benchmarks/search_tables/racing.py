@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from benchmarks.search_tables.verdicts import (
     right_for_good,
     wall_right_for_good,
 )
+from sweeper.results.loss_scale import as_loss, resolved
 from sweeper.results.odds import Estimate, Noise, Odds, odds, search_spread, seed_noise, with_search
 
 FRACTIONS = (0.1, 0.25, 0.5, 1.0)
@@ -91,10 +93,14 @@ def wall_90(lines: list[Timeline], truth: Truth) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def judged_drops(traces: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
+def judged_drops(
+    traces: list[dict[str, Any]], truth: Truth, level: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
     """Every family a race dropped, and how many of those were true co-winners; for the curves
-    race, by the rung it was decided at (the last rung: on complete trials), with the median
-    trials measured on the dropped side when a co-winner was dropped there."""
+    race, by the rung it was decided at, with the median trials measured on the dropped side when
+    a co-winner was dropped there, and the event its stated chance is about against how often it
+    held: `level` says whether a family's true best ends level with the best family's or ahead
+    (within the race's `LEVEL`), the event a drop's P(level or ahead) states."""
     dropped = [model for trace in traces for _, model in trace["race_stops"]]
     wrong = sum(model in truth.co_winners for model in dropped)
     judged: dict[str, Any] = {
@@ -114,6 +120,13 @@ def judged_drops(traces: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
                 "co_winner_trials_median": float(np.median(co)) if co else None,
             }
         judged["by_rung"] = by_rung
+        judged["stated"] = {
+            "p_max": max(e["p_win"] for _, e in decided),
+            "p_mean": float(np.mean([e["p_win"] for _, e in decided])),
+        }
+        if level is not None:
+            held = sum(level(m) for m, _ in decided)
+            judged["stated"].update(level_or_ahead=held, measured=held / len(decided))
     return judged
 
 
@@ -134,8 +147,9 @@ def stated_odds(trace: dict[str, Any], info: tables.TaskInfo, relative_noise: fl
         return None
     pairs = [a - b for values in runs.values() for a, b in _pairs(list(values.values()))]
     winner = min(best.values(), key=lambda v: v if info.mode == "min" else -v)
-    fallback = Noise(relative_noise * abs(winner), "the recorded tables of the other tasks")
-    noise = seed_noise([], pairs, winner, fallback)
+    loss = resolved(as_loss(winner, info.mode), info.mode)
+    fallback = Noise(relative_noise * loss, "the recorded tables of the other tasks")
+    noise = seed_noise([], pairs, winner, info.mode, fallback)
     estimates = {m: Estimate(v, 1, "its best trial") for m, v in best.items()}
     spreads = {m: search_spread(v, info.mode) for m, v in values.items()}
     return odds(with_search(estimates, spreads), noise, info.mode)

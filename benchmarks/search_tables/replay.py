@@ -124,11 +124,14 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
 
 def judged_prior(table: tables.Table, task: str, trials: int) -> CurvePrior:
     """The curves race's prior for judging `task`: learned from the table's other tasks, never
-    from the task judged; the shipped one where the table holds no other task."""
+    from the task judged; the shipped one where the table holds no other task to learn from."""
     key = ("prior", task, trials)
     if key not in _STATE:
         others = [t for t in table.curves if t != task]
-        _STATE[key] = learned([("table", table)], others, budget=trials) if others else shipped_prior()
+        try:
+            _STATE[key] = learned([("table", table)], others, budget=trials) if others else shipped_prior()
+        except tables.TableMismatch:
+            _STATE[key] = shipped_prior()
     return _STATE[key]
 
 

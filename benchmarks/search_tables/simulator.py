@@ -184,7 +184,7 @@ class Replay:
         judges a task with one learned without it), or one of the benchmark's own."""
         race, mode = self.searcher.race, self.spec.resolved_objective().mode
         if isinstance(race, CurveRace) and prior is not None:
-            race.prior = prior
+            race.judge_with(prior)
         plans = self.searcher.plans
         if self.strategy.allocate == "top2":
             race = TopAfterOneRung(plans, self.spec.budget.trials, rungs(self.spec)[0], mode)

@@ -21,6 +21,8 @@ from benchmarks.search_tables.prior import seed_spread
 from benchmarks.search_tables.racing import problem_of
 from benchmarks.search_tables.strategies import STRATEGIES
 from benchmarks.search_tables.verdicts import floors, goal, ground_truth, judge, timeline
+from sweeper.results.loss_scale import as_loss
+from sweeper.run.search.curve_race import LEVEL, solved_scale
 
 RACES = tuple(name for name, s in STRATEGIES.items() if s.allocate == "curves")
 DROP_GOAL = 0.05  # the most of a race's drops that may stop a true co-winner
@@ -58,6 +60,16 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
         info = table.tasks[task]
         truth = ground_truth(table, task, seeds)
         relative = _relative_noise(table, task)
+        scale = solved_scale(info.baseline, info.mode, relative)
+        top = scale(as_loss(truth.table_best, info.mode))
+
+        def level(
+            model: str, scale: Any = scale, top: float = top, truth: Any = truth, mode: str = info.mode
+        ) -> bool:
+            """The event a curves race's drop states its chance of: ending level or ahead."""
+            value = truth.best[model]
+            return math.isfinite(value) and scale(as_loss(value, mode)) <= top + LEVEL
+
         worst = racing.worst_value(table, task, truth)
         models = tuple(table.curves[task])
         entry: dict[str, Any] = {
@@ -94,7 +106,7 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                     row["regret_normalized"] = racing.regret_curve(
                         lines[strategy], truth, worst, verdict["B_hours"], rng
                     )
-                row["drops"] = racing.judged_drops(mine, truth)
+                row["drops"] = racing.judged_drops(mine, truth, level)
                 if STRATEGIES[strategy].warm:
                     row["warm_start_cost_hours"] = float(np.median([t["earlier_hours"] for t in mine]))
                 if strategy != "default" and "default" in lines:
@@ -140,9 +152,11 @@ def _relative_noise(table: tables.Table, task: str) -> float:
 
     others = [t for t in table.curves if t != task]
     try:
-        return seed_spread([("table", table)], others)["relative"] if others else shipped_noise(1.0).sigma
+        return (
+            seed_spread([("table", table)], others)["relative"] if others else shipped_noise(1.0, "min").sigma
+        )
     except tables.TableMismatch:  # the other tasks hold no configuration with two seeds
-        return shipped_noise(1.0).sigma
+        return shipped_noise(1.0, "min").sigma
 
 
 def _problems(

@@ -4,9 +4,9 @@ Ground truth. A configuration's objective is the mean over its complete recorded
 run's best validation value (the value a study records for a complete trial). A model's best is
 its best configuration's; the right winner is the model with the best (the lowest, or the highest
 for a maximised objective such as an accuracy). Models whose best lies
-within two standard errors of that difference (2 σ √(1/n_w + 1/n_m), σ the seed spread pooled
-over every model's five best configurations, n the complete runs behind each best) are
-co-winners: naming any of them is right.
+within the tie margin of it (`separation.tie_margin`: 2σ, two standard errors of the difference
+of two-seed means, σ the seed spread pooled over every model's five best configurations) are
+co-winners: naming any of them is right. The verdict and `sweeper confirm` use the same margin.
 
 A sweep names, at any moment, the model whose best complete trial is best, once every model
 has completed a trial or been stopped by a race and that best beats the task's memoryless
@@ -41,6 +41,7 @@ import numpy as np
 
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.simulator import Trace
+from sweeper.results.separation import tie_margin
 
 FRACTIONS = (0.25, 0.33, 0.5, 1.0)
 TOP = 5  # configurations per model that the seed noise is pooled over
@@ -82,7 +83,7 @@ def run_bests(curves: tables.Curves, mode: str = "min") -> np.ndarray:
 def ground_truth(table: tables.Table, task: str, seeds: tuple[int, ...] | None = None) -> Truth:
     """The table's truth, from its runs of `seeds` only where given (a seed held out for warm
     starts stays out of the truth)."""
-    objective, variances, runs_behind = {}, [], {}
+    objective, variances = {}, []
     sign = table.sign(task)
     for model, curves in table.curves[task].items():
         bests = run_bests(curves, table.tasks[task].mode)
@@ -91,7 +92,6 @@ def ground_truth(table: tables.Table, task: str, seeds: tuple[int, ...] | None =
         counts = (~np.isnan(bests)).sum(axis=1)
         objective[model] = np.where(counts > 0, np.nansum(bests, axis=1) / np.maximum(counts, 1), np.nan)
         ranked = np.argsort(np.where(np.isnan(objective[model]), np.inf, sign * objective[model]))
-        runs_behind[model] = int(counts[ranked[0]])
         for design in ranked[:TOP]:
             runs = bests[design][~np.isnan(bests[design])]
             if len(runs) >= 2:
@@ -103,12 +103,9 @@ def ground_truth(table: tables.Table, task: str, seeds: tuple[int, ...] | None =
     winner = min(best, key=lambda m: sign * best[m])
     noise = math.sqrt(float(np.mean(variances))) if variances else 0.0
 
-    def margin(model: str) -> float:  # two standard errors of the difference of two seed means
-        runs = (max(runs_behind[winner], 1), max(runs_behind[model], 1))
-        return 2 * noise * math.sqrt(1 / runs[0] + 1 / runs[1])
-
-    co = tuple(m for m in best if sign * (best[m] - best[winner]) <= margin(m))
-    return Truth(objective, best, sign, winner, co, noise, margin(winner))
+    margin = tie_margin(noise)
+    co = tuple(m for m in best if sign * (best[m] - best[winner]) <= margin)
+    return Truth(objective, best, sign, winner, co, noise, margin)
 
 
 @dataclass(frozen=True)

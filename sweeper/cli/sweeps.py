@@ -282,7 +282,7 @@ def resume(
     type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
     default=0.95,
     show_default=True,
-    help="Stop once one leader is ahead with this probability.",
+    help="Stop once the leaders are separated or their tie is confirmed at this level.",
 )
 @click.option("--every", is_flag=True, help="Every study's best, each with all --seeds seeds.")
 @click.option("--task", help="Only the studies of this task (implies --every).")
@@ -304,8 +304,9 @@ def confirm(
     verbose: bool,
 ) -> None:
     """Retrain the best configurations of SWEEP (default: the latest) with fresh seeds, unpruned,
-    and report mean ± std: the two leaders' one seed more at a time until one is ahead of the other
-    with probability --level (or --seeds each are spent), or with --every each study's, --seeds each."""
+    and report mean ± std: the leaders' (the verdict's tie, else the two best) one seed more at a
+    time until one is ahead of the rest by more than the tie margin or their tie is confirmed, at
+    --level whatever the look (or --seeds each are spent), or with --every each study's, --seeds each."""
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
     from sweeper.run.confirm import confirm_until_separated, run_confirmation, select_studies

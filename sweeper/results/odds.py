@@ -16,13 +16,18 @@ improve by a search spread, drawn exponentially with the mean gap between the mo
 complete trials (a tail that its top trials spread over is likely to reach further); a model with
 one complete trial takes the other models' median gap. A model's true value is then its estimate
 scattered by σ/√runs and improved by its search spread; the chance that the named winner is the
-best is the share of draws where it is best, and the models within two standard errors of the
-difference from it are co-winners (the rule the search benchmark's truth uses). A tie is a
-claim about the models' true values: that each named one lies within two seed spreads (2σ, two
-standard errors of the difference of two-seed means) of the best. Its stated chance is the share
-of draws where that holds for every named model, not the chance that the best is among them
-(which a tie padded with a near-miss would raise). Between two configurations (`confirmed_odds`)
-there is no search spread: only their seeds differ.
+best is the share of draws where it is best. Where σ is estimated from few runs, each draw
+takes its own σ from that estimate's spread (so a model's scatter is a t, not a normal).
+
+The tie margin (`separation.tie_margin`: two seed spreads, two standard errors of the difference
+of two-seed means, the rule the search benchmark's truth uses) is the one `sweeper confirm`
+decides with: the models whose estimates lie within it of the winner's are named tied with it. A
+tie is a claim about the models' true values: that each named one lies within the margin of the
+best. Its stated chance is the share of draws where that holds for every named model, not the
+chance that the best is among them (which a tie padded with a near-miss would raise).
+
+The trials are the sweep's own: a trial copied from an earlier sweep (a warm start) informs the
+sampler only, as in the verdict (`best_trial`) and the curves race.
 """
 
 from __future__ import annotations
@@ -39,15 +44,16 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sweeper.results.loss_scale import as_loss, resolved
 from sweeper.results.retrained import confirmed
+from sweeper.results.separation import tie_margin
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import Store, SweepRecord
+from sweeper.store.trial_record import own_trials
 
 SEED_NOISE = Path(__file__).with_name("seed_noise.json")
 NEAR = 0.05  # of each searched range: configurations this close differ by little but their seed
 DRAWS = 20_000
-TINY = 1e-12
-TIED = 2.0  # seed spreads: true values this close to the best's are a tie
 
 
 def signed(value: float, mode: str) -> float:
@@ -113,8 +119,8 @@ class Odds:
         names = " and ".join([", ".join(self.co_winners[:-1]), self.co_winners[-1]])
         return [
             f"{names} tie within seed noise (P {self.p_tie:.2f}; {self.winner} ahead in "
-            f"{100 * self.p_winner:.0f}%; {noise}): "
-            f"`sweeper confirm {sweep} --seeds {seeds}` separates them"
+            f"{100 * self.p_winner:.0f}%; {noise}): `sweeper confirm {sweep} --seeds {seeds}` "
+            f"gives each of them fresh seeds, up to {seeds}, until they are separated or their tie is confirmed"
         ]
 
     def as_dict(self) -> dict[str, Any]:
@@ -130,17 +136,27 @@ class Odds:
         }
 
 
-def shipped_noise(value: float) -> Noise:
-    """The recorded tables' relative seed spread, at `value`."""
+def shipped_relative() -> tuple[float, list[str]]:
+    """The recorded tables' seed spread relative to the loss (`loss_scale`), and the tables."""
     data = json.loads(SEED_NOISE.read_text())
+    return float(data["relative"]), list(data["tables"])
+
+
+def shipped_noise(value: float, mode: str) -> Noise:
+    """The recorded tables' seed spread at `value`."""
+    relative, tables = shipped_relative()
     return Noise(
-        float(data["relative"]) * max(abs(value), TINY),
-        f"the recorded tables' repeated seeds ({', '.join(data['tables'])}), none of this sweep's",
+        relative * resolved(as_loss(value, mode), mode),
+        f"the recorded tables' repeated seeds ({', '.join(tables)}), none of this sweep's",
     )
 
 
 def seed_noise(
-    repeated: list[list[float]], near_pairs: list[float], winner_value: float, fallback: Noise | None = None
+    repeated: list[list[float]],
+    near_pairs: list[float],
+    winner_value: float,
+    mode: str,
+    fallback: Noise | None = None,
 ) -> Noise:
     """σ from repeated seeds (values per configuration), else from near-identical pairs (their
     differences), else `fallback` (the recorded tables' at the winner's value)."""
@@ -157,7 +173,7 @@ def seed_noise(
             f"near-identical configurations ({len(near_pairs)} pairs)",
             len(near_pairs),
         )
-    return fallback if fallback is not None else shipped_noise(winner_value)
+    return fallback if fallback is not None else shipped_noise(winner_value, mode)
 
 
 def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0) -> Odds | None:
@@ -169,23 +185,24 @@ def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0)
     spread = np.array([noise.sigma / math.sqrt(estimates[m].runs) for m in models])
     search = np.array([estimates[m].search or 0.0 for m in models])
     rng = np.random.default_rng(seed)
-    draws = centre + spread * rng.standard_normal((DRAWS, len(models)))
+    scale = np.ones((DRAWS, 1))
+    if noise.samples:  # σ estimated with this many degrees of freedom: each draw takes its own
+        scale = np.sqrt(noise.samples / rng.chisquare(noise.samples, (DRAWS, 1)))
+    draws = centre + scale * spread * rng.standard_normal((DRAWS, len(models)))
     draws -= search * rng.standard_exponential((DRAWS, len(models)))
     wins = np.bincount(np.argmin(draws, axis=1), minlength=len(models)) / DRAWS
     p_best = {m: float(w) for m, w in zip(models, wins, strict=True)}
     winner = models[int(np.argmin(centre))]
     w = models.index(winner)
 
-    def within(k: int) -> bool:
-        runs = 1 / estimates[winner].runs + 1 / estimates[models[k]].runs
-        return centre[k] - centre[w] <= 2 * noise.sigma * math.sqrt(runs)
-
+    margin = tie_margin(noise.sigma)
     tied = sorted(
-        (m for k, m in enumerate(models) if k != w and within(k)), key=lambda m: centre[models.index(m)]
+        (m for k, m in enumerate(models) if k != w and centre[k] - centre[w] <= margin),
+        key=lambda m: centre[models.index(m)],
     )
     co = [winner, *tied]
     named = [models.index(m) for m in co]
-    tie = np.all(draws[:, named] - draws.min(axis=1, keepdims=True) <= TIED * noise.sigma, axis=1)
+    tie = np.all(draws[:, named] - draws.min(axis=1, keepdims=True) <= margin, axis=1)
     p_tie = float(tie.mean()) if tied else None
     return Odds(winner, p_best[winner], p_best, co, noise, estimates, p_tie)
 
@@ -217,16 +234,19 @@ def _close(a: FrozenTrial, b: FrozenTrial) -> bool:
     return True
 
 
-def sweep_odds(store: Store, record: SweepRecord) -> Odds | None:
-    """The odds of a stored sweep's verdict (see the module's docstring)."""
+def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True) -> Odds | None:
+    """The odds of a stored sweep's verdict (see the module's docstring); on its trials alone
+    without `confirmations_too` (the leaders `sweeper confirm` takes, which its runs must not move)."""
     mode = stored_spec(record).resolved_objective().mode
-    confirmations = {c.model: c for c in confirmed(store, record) if c.objectives}
+    confirmations = (
+        {c.model: c for c in confirmed(store, record) if c.objectives} if confirmations_too else {}
+    )
     estimates: dict[str, Estimate] = {}
     spreads: dict[str, float | None] = {}
     pairs: list[float] = []
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        trials = own_trials(study, (TrialState.COMPLETE,))
         pairs += near_identical(trials, mode)
         model = study_record.model
         spreads[model] = search_spread([float(t.value) for t in trials], mode)  # type: ignore[arg-type]
@@ -240,19 +260,4 @@ def sweep_odds(store: Store, record: SweepRecord) -> Odds | None:
         return None
     repeated = [list(c.objectives) for c in confirmations.values()]
     winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
-    return odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value), mode)
-
-
-def confirmed_odds(store: Store, record: SweepRecord, models: list[str], mode: str) -> Odds | None:
-    """The odds between `models` on their confirmation runs alone (fresh seeds: no winner's
-    curse), the noise from those runs' repeated seeds; None until each has one."""
-    runs = {
-        c.model: list(c.objectives) for c in confirmed(store, record) if c.model in models and c.objectives
-    }
-    if set(runs) != set(models):
-        return None
-    estimates = {
-        m: Estimate(float(np.mean(v)), len(v), f"{len(v)} confirmation runs") for m, v in runs.items()
-    }
-    winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
-    return odds(estimates, seed_noise(list(runs.values()), [], winner.value), mode)
+    return odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value, mode), mode)

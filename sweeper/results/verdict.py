@@ -79,7 +79,7 @@ def verdict(
     name = record.name
     commands = {
         f"sweeper summarize {name}": "best hyperparameters and sizes",
-        f"sweeper confirm {name} --seeds 5": "the two leaders on fresh seeds",
+        f"sweeper confirm {name} --seeds 5": "fresh seeds until separated or tied",
         f"sweeper report {name}": "beside the papers, with figures",
         f"sweeper ui {name}": "the runs in MLflow",
         f"sweeper best {name} --out best": "the best trained networks",

@@ -19,10 +19,11 @@ from typing import Any
 import optuna
 from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from sweeper.results.odds import confirmed_odds
+from sweeper.results.odds import signed, sweep_odds
 from sweeper.results.retrained import confirmed, test_metric
+from sweeper.results.separation import FIRST_LOOK, decide
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.tracking.answer import log_odds
@@ -246,13 +247,41 @@ def run_confirmation(
 
 
 def leaders(store: Store, record: SweepRecord, mode: str) -> list[StudyRecord]:
-    """The two studies with the best complete trials (fewer where fewer have one)."""
-    scored = []
-    for study_record in record.studies:
-        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
-        if best is not None:
-            scored.append((best.value if mode == "min" else -best.value, study_record))  # type: ignore[operator]
-    return [s for _, s in sorted(scored, key=lambda pair: pair[0])[:2]]
+    """The studies `confirm` decides between: the verdict's leading tie on the sweep's own trials
+    (its confirmation runs left out, so they never change which models are compared), else the
+    winner and the runner-up; fewer where fewer models have a complete trial."""
+    said = sweep_odds(store, record, confirmations_too=False)
+    if said is None:
+        return []
+    names = said.co_winners
+    if len(names) < 2:
+        ranked = sorted(said.estimates, key=lambda m: signed(said.estimates[m].value, mode))
+        names = ranked[:2]
+    by_model = {s.model: s for s in record.studies}
+    return [by_model[m] for m in names]
+
+
+def seeds_asked(store: Store, studies: list[StudyRecord]) -> int:
+    """The most seeds registered for any of the studies' best trials, by every invocation so far:
+    the look the decision has reached."""
+    asked = 0
+    with store.session() as session:
+        for study_record in studies:
+            best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+            if best is not None:
+                asked = max(
+                    asked,
+                    session.scalar(
+                        select(func.count())
+                        .select_from(ConfirmationRecord)
+                        .where(
+                            ConfirmationRecord.study_id == study_record.id,
+                            ConfirmationRecord.source_trial == best.number,
+                        )
+                    )
+                    or 0,
+                )
+    return asked
 
 
 def confirm_until_separated(
@@ -264,37 +293,40 @@ def confirm_until_separated(
     level: float,
     run: Callable[[Store, SweepRecord, Any, list[Job], str], RunEnd] | None = None,
 ) -> tuple[RunEnd, list[str]]:
-    """Fresh seeds for the two leaders, one more each per round (two to start), until one is ahead
-    of the other with probability `level` or each has run `cap`: a clear case costs few seeds. Says
-    the probability it reached. `run` trains a round's jobs (`run_jobs`: Ray trials)."""
+    """Fresh seeds for every leader (`leaders`), one more each per round (two to start), until
+    they are separated or their tie is confirmed at `level` (`separation.decide`, valid at every
+    look, the looks of earlier invocations counted) or each has run `cap`: a clear case costs few
+    seeds. `run` trains a round's jobs (`run_jobs`: Ray trials)."""
     run = run or run_jobs
     spec = stored_spec(record)
     mode = spec.resolved_objective().mode
-    pair = leaders(store, record, mode)
-    if len(pair) < 2:
+    studies = leaders(store, record, mode)
+    if len(studies) < 2:
         return RunEnd(record.name, SweepStatus.FINISHED, None), [
             "fewer than two models have a complete trial: nothing to separate"
         ]
-    names = [s.model for s in pair]
-    seeds, notes, end = min(2, cap), [], RunEnd(record.name, SweepStatus.FINISHED, None)
+    names = [s.model for s in studies]
+    look, end = max(FIRST_LOOK, seeds_asked(store, studies)), RunEnd(record.name, SweepStatus.FINISHED, None)
     while True:
-        jobs, notes = plan_confirmations(store, record, spec, seeds, pair)
+        jobs, notes = plan_confirmations(store, record, spec, look, studies)
         if jobs:
-            end = run(store, record, where, jobs, f"{record.name} confirmation ({seeds} seeds)")
+            end = run(store, record, where, jobs, f"{record.name} confirmation ({look} seeds)")
             if end.status != SweepStatus.FINISHED:
                 return end, notes
-        odds = confirmed_odds(store, record, names, mode)
-        if odds is None:  # a leader's every confirmation failed
-            return end, [*notes, f"{' or '.join(names)} has no complete confirmation run: nothing to compare"]
-        if odds.p_winner >= level or seeds >= cap:
+        runs = {c.model: list(c.objectives) for c in confirmed(store, record) if c.model in names}
+        empty = [m for m in names if not runs.get(m)]
+        if empty:  # a leader's every confirmation failed
+            return end, [*notes, f"{' and '.join(empty)}: no complete confirmation run, nothing to compare"]
+        decision = decide({m: runs[m] for m in names}, mode, level, look)
+        if decision.outcome != "undecided" or look >= cap:
             break
-        seeds += 1
-    other = next(m for m in names if m != odds.winner)
-    reached = "separated" if odds.p_winner >= level else f"not separated at {level:.0%} within {cap} seeds"
-    notes.append(
-        f"{odds.winner} ahead of {other} with probability {odds.p_winner:.3f} after {seeds} fresh seeds each "
-        f"({reached}; seed noise {odds.noise.sigma:.3g} from {odds.noise.source})"
-    )
+        look += 1
+    notes.append(decision.line(level))
+    if decision.outcome == "undecided":
+        notes.append(
+            f"not decided within {cap} seeds each: `sweeper confirm {record.name} --seeds {look + 3}` "
+            "looks further, at the same level"
+        )
     return end, notes
 
 

@@ -279,7 +279,9 @@ def searcher_over(
     searcher = MultiStudySearcher(spec, plans, tracker, experiment_id)
     if spec.budget.allocate == "race":
         rung = race_rung(spec, most_papers)
-        searcher.race = Race(plans, spec.budget.trials, rung, spec.resolved_objective().mode)
+        searcher.race = Race(
+            plans, spec.budget.trials, rung, spec.resolved_objective().mode, spec.budget.race_exempt
+        )
     elif spec.budget.allocate == "curves":
         searcher.race = CurveRace(
             plans,

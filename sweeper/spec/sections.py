@@ -56,12 +56,15 @@ class Budget(Strict):
         description="race: successive halving across models on complete trials; curves: a model "
         "dropped on its partial curves once its chance to win falls below drop_below",
     )
-    race_rung: int | None = Field(None, ge=1, le=1_000_000, description="first rung's trials per model")
+    race_rung: int | None = Field(
+        None, ge=1, le=1_000_000, description="race: the first rung's trials per model"
+    )
     drop_below: float = Field(
         0.03, gt=0, lt=0.5, description="curves: drop a model whose stated chance to win falls below this"
     )
     race_exempt: list[str] = Field(
-        default_factory=list, description="models never raced out: the user must see them complete"
+        default_factory=list,
+        description="race and curves: models never raced out (the user must see them complete)",
     )
 
     @field_validator("time", "trial_time", "study_time", mode="before")

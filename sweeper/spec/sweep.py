@@ -142,6 +142,7 @@ class SweepSpec(Strict):
                 errors.append(
                     (("budget", "race_exempt", i), f"{model!r} is not in models: {', '.join(self.models)}")
                 )
+        errors.extend(self._allocation_errors())
         for model in self.resources.per_model:
             if model not in self.models:
                 errors.append(
@@ -196,6 +197,31 @@ class SweepSpec(Strict):
 
     def _where(self, model: str, name: str) -> Loc:
         return ("per_model", model, name) if name in self.per_model.get(model, {}) else ("params", name)
+
+    def _allocation_errors(self) -> list[tuple[Loc, str]]:
+        """A budget setting given a value of its own that the chosen allocation never reads is
+        refused (a resolved spec writes every default out), as is a race with no model it could
+        drop; a stored spec is not checked again."""
+        budget, errors = self.budget, []
+        read_by = {"drop_below": ("curves",), "race_rung": ("race",), "race_exempt": ("race", "curves")}
+        for name, allocations in read_by.items():
+            default = type(budget).model_fields[name].get_default(call_default_factory=True)
+            if getattr(budget, name) != default and budget.allocate not in allocations:
+                errors.append(
+                    (
+                        ("budget", name),
+                        f"does nothing under allocate: {budget.allocate}; only allocate: "
+                        f"{' or '.join(allocations)} reads it",
+                    )
+                )
+        if budget.allocate != "equal" and budget.race_exempt and set(self.models) <= set(budget.race_exempt):
+            errors.append(
+                (
+                    ("budget", "race_exempt"),
+                    f"names every model, so allocate: {budget.allocate} could drop none; use allocate: equal",
+                )
+            )
+        return errors
 
     def _model_space_errors(self, model: str) -> list[tuple[Loc, str]]:
         """Combinations no single value can reveal: a bound between two settings (ρ ≤ hidden

@@ -61,14 +61,15 @@ def parameter_count(trial: FrozenTrial) -> int | None:
     return None if value is None else int(value)
 
 
+def own_trials(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
+    """The study's trials of its own sweep: a trial copied from an earlier sweep (a warm start)
+    informs the sampler only, and the verdict, its odds and the curves race all leave it out."""
+    return [t for t in study.get_trials(deepcopy=False, states=states) if WARM_START_ATTR not in t.user_attrs]
+
+
 def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The study's best complete trial of its own sweep (not one copied from an earlier sweep),
-    or None before one completed."""
-    own = [
-        t
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if WARM_START_ATTR not in t.user_attrs and t.value is not None
-    ]
+    """The study's best complete trial of its own sweep, or None before one completed."""
+    own = [t for t in own_trials(study, (TrialState.COMPLETE,)) if t.value is not None]
     if not own:
         return None
     pick = min if study.direction == optuna.study.StudyDirection.MINIMIZE else max

@@ -1,20 +1,33 @@
 """Racing model families on their learning curves: a family is dropped, on partial curves or at
-the last rung, once its stated chance to win falls below `budget.drop_below`.
+the last rung, once its stated chance to end level with the leader or ahead of it falls below
+`budget.drop_below`.
 
 At every rung of ASHA's (the iterations where it compares a study's trials), each family's best
-value there is compared with the leader's at the highest rung both have reached, and the chance
-that the family still ends ahead is read from the curve prior (`curve_prior`): a logistic of the
-log gap between the two (each clipped at the task's memoryless baseline), the trials behind the
-smaller side and how far through a trial the rung lies. At the last rung the trials compared are
-complete, and a family's chance lies in the configurations it has not drawn yet, which the prior
-(it sees trials measured, not trials to come) cannot know: there the chance is at least that of
-the sweep's own trials' ranks, the probability that the leader's trials ahead of the family's best
-would all be the leader's if both families' configurations were alike (`untried_chance`). The
-leader is the family that is ahead of the most others at their common rungs. A family below the
-threshold is dropped: its running trials are stopped at their next report (`pruning.RaceStops`),
-its study records the iteration, the evidence and the odds (`RACE_STOP_ATTR`), and its unspent
-trials go to the families still in the race, so the sweep never spends more than an equal budget
-would. Models in `budget.race_exempt` and the leader are never dropped.
+value there is compared with the leader's at the highest rung both have reached, on the loss
+scale (`loss_scale`) and in logs, each value clipped at the task's memoryless baseline (above it a
+value is no evidence of learning) and at the tie margin of zero (the tables' relative seed spread
+at the baseline, twice: below it a task is solved, and two solved families are level). A family
+whose best lies within `LEVEL` of the leader's (twice its loss) is level with it and never dropped:
+a family's best after a sweep's trials is one draw of what it can reach, and on the recorded
+tables true co-winners' sweeps stood up to about that far apart. Beyond it, the chance that the
+family ends level or ahead is the larger of two:
+- the ranks' (`untried_chance`): the probability that the leader's trials ahead of the family's
+  best (by more than `LEVEL`) would all be the leader's if both families' configurations were
+  alike. It rests on nothing learned elsewhere, so it holds on any task, at any rung: it is small
+  only when many of the leader's trials beat the family's best, and a family that has drawn a few
+  poor configurations is not dropped for them;
+- the curve prior's (`curve_prior`), a logistic of the log gap beyond `LEVEL`, the trials behind
+  the smaller side and how far through a trial the rung lies, learned from recorded tables and
+  used only within the trials measured and the share of a trial it was fitted on. It can keep a
+  family the ranks would drop, never drop one they keep: learned on one task, it dropped true
+  co-winners of another (the search tables' replay, leave-one-task-out).
+The leader is the family that is ahead of the most others at their common rungs. A family below
+the threshold is dropped: its running trials are stopped at their next report
+(`pruning.RaceStops`), its study records the iteration, the evidence and the odds
+(`RACE_STOP_ATTR`), and its unspent trials go to the families still in the race, so the sweep
+never spends more than an equal budget would. Models in `budget.race_exempt` and the leader are
+never dropped. What a drop states is judged by the search tables' replay
+(`benchmarks/search_tables/racing.py`): how often a dropped family was a true co-winner.
 
 The state lives in the studies (their trials' intermediate values and `RACE_STOP_ATTR`), so a
 resumed sweep finds the race where it was.
@@ -23,35 +36,51 @@ resumed sweep finds the race where it was.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from optuna.trial import TrialState
 
+from sweeper.results.loss_scale import as_loss, from_loss, resolved
+from sweeper.results.separation import tie_margin
 from sweeper.run.search.curve_prior import CurvePrior
 from sweeper.run.search.race import Raced
-from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
+from sweeper.store.trial_record import INTERRUPTED_ATTR, RACE_STOP_ATTR, SHARE_ATTR, own_trials
 
-TINY = 1e-12  # a loss of zero (a perfect score) stays comparable on the log scale
+LEVEL = math.log(2.0)  # a family within twice the leader's loss is level with it
 
 
-def as_loss(value: float, mode: str) -> float:
-    """A value on the scale the race compares: the objective where lower is better, its distance
-    to 1 where higher is (accuracies), never below a tiny positive number."""
-    return max(value if mode == "min" else 1.0 - value, TINY)
+def solved_scale(baseline: float | None, mode: str, relative_noise: float) -> Callable[[float], float]:
+    """The race's scale: a loss in logs (`loss_scale.resolved`), clipped at the baseline's loss
+    and at the tie margin of zero (the seed spread `relative_noise` at the baseline's loss, twice:
+    below it a task is solved). A task without a baseline has neither."""
+    if baseline is None:
+        return lambda loss: math.log(resolved(loss, mode))
+    ceiling = as_loss(baseline, mode)
+    floor = resolved(tie_margin(relative_noise * ceiling), mode)
+    return lambda loss: math.log(min(max(loss, floor), ceiling))
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a drop was decided on: both families' best values at the rung, their trials there."""
+    """What a drop was decided on: both families' best values at the rung (on the loss scale),
+    their trials there, and the chances it rests on."""
 
     rung: int
     best: float
     trials: int
     leader_best: float
     leader_trials: int
-    gap: float  # log scale, after clipping at the baseline
-    p_win: float
-    p_untried: float | None = None  # at the last rung: the ranks' chance (`untried_chance`)
+    gap: float  # log scale, after clipping, beyond `LEVEL`
+    p_win: float  # the larger of the two below
+    p_untried: float  # the ranks' chance (`untried_chance`)
+    p_prior: float | None = None  # the curve prior's; None outside what it was fitted on
+
+    def rests_on(self, leader: str) -> str:
+        ranks = f"{self.p_untried:.3f} by the ranks of its {self.trials} trials and {leader}'s {self.leader_trials}"
+        if self.p_prior is None:
+            return f"{ranks}; the curve prior was not fitted on {min(self.trials, self.leader_trials)} trials here"
+        return f"{ranks}, {self.p_prior:.3f} by the curve prior"
 
 
 def untried_chance(trials: int, leader_trials: int, ahead: int) -> float:
@@ -79,10 +108,10 @@ class CurveRace:
         self.total = trials * len(plans)
         self.rungs = sorted(rungs)
         self.mode = mode
-        self.ceiling = None if baseline is None else as_loss(baseline, mode)
+        self.baseline = baseline
+        self.judge_with(prior)
         self.drop_below = drop_below
         self.exempt = set(exempt)
-        self.prior = prior
         self.at: dict[str, dict[int, dict[int, float]]] = {p.model: {} for p in plans}
         self.best: dict[tuple[str, int], float] = {}
         # each family's highest rung any of its trials reached: a trial reaches rungs in order,
@@ -100,6 +129,11 @@ class CurveRace:
             self._restore(plan)
         self._allot()
 
+    def judge_with(self, prior: CurvePrior) -> None:
+        """State the odds with `prior`, on the scale its tables' seed spread sets."""
+        self.prior = prior
+        self._clipped = solved_scale(self.baseline, self.mode, prior.relative_noise)
+
     @property
     def final(self) -> bool:
         """No family can be dropped any more (so none of its trials can go to another)."""
@@ -109,8 +143,12 @@ class CurveRace:
         return [p for p in self.plans if p.model not in self.stopped]
 
     def _restore(self, plan: Raced) -> None:
-        """A resumed sweep's curves so far, from the study."""
-        for trial in plan.study.get_trials(deepcopy=False):
+        """A resumed sweep's curves so far, from the study: the trials the live race saw end,
+        and those still running; an interrupted trial runs again after a resume (its reports
+        would count twice), and a warm start's trials are an earlier sweep's."""
+        for trial in own_trials(plan.study):
+            if INTERRUPTED_ATTR in trial.user_attrs:
+                continue
             for step, value in sorted(trial.intermediate_values.items()):
                 self._note(plan.model, trial.number, step, value)
             if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL):
@@ -155,23 +193,23 @@ class CurveRace:
         top_a, top_b = self.top[a], self.top[b]
         return None if top_a is None or top_b is None else min(top_a, top_b)
 
-    def _clipped(self, loss: float) -> float:
-        return math.log(loss if self.ceiling is None else min(loss, self.ceiling))
-
     def compare(self, model: str, leader: str) -> Evidence | None:
         """`model` against `leader` at their highest common rung, with the stated chance."""
         rung = self.common_rung(model, leader)
         if rung is None:
             return None
         (own, n), (theirs, m) = self.frontier(model, rung), self.frontier(leader, rung)  # type: ignore[misc]
-        gap = max(0.0, self._clipped(own) - self._clipped(theirs))
-        p = self.prior.p_overtake(gap, min(n, m), rung / self.rungs[-1])
-        if rung != self.rungs[-1]:
-            return Evidence(rung, own, n, theirs, m, gap, p)
-        mine = self._clipped(own)
-        ahead = sum(1 for r in self.at[leader].values() if rung in r and self._clipped(r[rung]) < mine)
+        behind = self._clipped(own) - LEVEL
+        gap = max(0.0, behind - self._clipped(theirs))
+        ahead = sum(1 for r in self.at[leader].values() if rung in r and self._clipped(r[rung]) < behind)
         untried = untried_chance(n, m, ahead)
-        return Evidence(rung, own, n, theirs, m, gap, max(p, untried), untried)
+        progress = rung / self.rungs[-1]
+        prior = (
+            self.prior.p_overtake(gap, min(n, m), progress)
+            if self.prior.covers(min(n, m), progress)
+            else None
+        )
+        return Evidence(rung, own, n, theirs, m, gap, max(untried, prior or 0.0), untried, prior)
 
     def leader(self) -> str | None:
         """The family ahead of the most others at their common rungs (ties: the farther along,
@@ -209,10 +247,10 @@ class CurveRace:
 
     def _drop(self, plan: Raced, leader: str, evidence: Evidence) -> None:
         of = self.rungs[-1]
+        best, leader_best = (from_loss(v, self.mode) for v in (evidence.best, evidence.leader_best))
         reason = (
-            f"raced out at iteration {evidence.rung:,} of {of:,}: P(win) < {self.drop_below:g} against "
-            f"{leader} ({evidence.p_win:.3f}; its best {evidence.best:.4g} over {evidence.trials} trials, "
-            f"{leader}'s {evidence.leader_best:.4g} over {evidence.leader_trials})"
+            f"raced out at iteration {evidence.rung:,} of {of:,}: P(level or ahead) < {self.drop_below:g} "
+            f"against {leader} ({evidence.rests_on(leader)}; its best {best:.4g}, {leader}'s {leader_best:.4g})"
         )
         self.stopped[plan.model] = reason
         plan.study.set_user_attr(

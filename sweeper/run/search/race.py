@@ -2,7 +2,8 @@
 
 Every model first gets a rung of trials. Once each model still in the race has finished its
 rung, the better half (by best objective; a model with no complete trial ranks last) goes on to a
-rung twice as long and the rest stop, with the reason stored on their study. The trials the
+rung twice as long and the rest stop, with the reason stored on their study. A model in
+`budget.race_exempt` runs beside the race: never stopped, not ranked against the others. The trials the
 stopped models did not spend go to the survivors: the sweep never spends more than an equal
 budget would (trials × models), and the last rung shares what is left.
 
@@ -49,8 +50,11 @@ class Raced(Protocol):
 
 
 class Race:
-    def __init__(self, plans: list[Raced], trials: int, rung: int, mode: str) -> None:
+    def __init__(
+        self, plans: list[Raced], trials: int, rung: int, mode: str, exempt: list[str] | None = None
+    ) -> None:
         self.plans = plans
+        self.exempt = set(exempt or [])
         self.total = trials * len(plans)
         self.rung = rung
         self.mode = mode
@@ -62,6 +66,10 @@ class Race:
 
     def alive(self) -> list[Raced]:
         return [p for p in self.plans if p.model not in self.stopped]
+
+    def contenders(self) -> list[Raced]:
+        """The models still in the race that it may stop: an exempt one runs beside it."""
+        return [p for p in self.alive() if p.model not in self.exempt]
 
     def reported(self, plan: Raced, number: int, step: int, value: float) -> None:
         """A trial's report: this race decides on complete trials only."""
@@ -76,7 +84,7 @@ class Race:
             return
         if any(p.running or p.remaining > 0 for p in alive):  # a plan out of steps or time has run its rung
             return
-        ranked = sorted(alive, key=self._rank)
+        ranked = sorted(self.contenders(), key=self._rank)
         keep = math.ceil(len(ranked) / 2)
         leader = ranked[0]
         for plan in ranked[keep:]:
@@ -97,7 +105,7 @@ class Race:
         alive = self.alive()
         left = self.total - sum(p.done for p in self.plans if p.model in self.stopped)
         rung = self.rung * 2**self.cuts
-        if len(alive) < 2 or rung * len(alive) >= left:
+        if len(self.contenders()) < 2 or rung * len(alive) >= left:
             self.final = True
             share, extra = divmod(left, max(1, len(alive)))
             for index, plan in enumerate(alive):

@@ -67,3 +67,27 @@ def test_a_sweep_whose_budget_ended_before_every_model_ran_says_its_verdict_is_p
     assert "partial: no complete trial for goru; the verdict covers only gru, lstm" in lines
     full = verdict(record(), [summary("lstm", 0.09), summary("gru", 0.06)], None)
     assert full[0].startswith("winner: gru") and not any(line.startswith("partial") for line in full)
+
+
+def test_a_maximised_objective_without_a_baseline_names_the_highest_and_its_odds() -> None:
+    """Shortest path's accuracy: the highest wins (a leader at 100%), no baseline is named, and
+    the odds' fallback noise is the tables' relative spread of the share wrong."""
+    from sweeper.results.odds import Estimate, odds, seed_noise
+
+    spec = tiny_spec(
+        models=("lstm", "gru", "goru"),
+        task={"name": "shortest_path", "settings": {"train_size": 50, "valid_size": 20, "test_size": 20}},
+    )
+    shortest = SweepRecord(name="sp-1", spec_yaml=parse_spec(yaml.safe_dump(spec), "sp.yaml").to_yaml())
+    values = {"lstm": 0.6, "gru": 0.95, "goru": 1.0}
+    said = odds(
+        {m: Estimate(v, 1, "its best trial") for m, v in values.items()},
+        seed_noise([], [], 1.0, "max"),
+        "max",
+    )
+    lines = verdict(shortest, [summary(m, v) for m, v in values.items()], None, said)
+    assert lines[0].startswith(
+        "winner: goru, best valid_accuracy 1 (trial #0), 0.05 (5.3%) higher than the runner-up gru"
+    )
+    assert "baseline" not in lines[0]
+    assert lines[1].startswith("P(goru is the true winner) = 1.00")

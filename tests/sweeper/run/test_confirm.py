@@ -138,9 +138,9 @@ def test_a_lost_database_stops_confirmations_as_interrupted_and_keeps_them_to_ru
     assert not searcher._live
 
 
-def _two_model_sweep(tmp_path: Path, values: dict[str, list[float]]) -> tuple[Store, object]:
+def _sweep(tmp_path: Path, values: dict[str, list[float]]) -> tuple[Store, object]:
     store = Store(f"sqlite:///{tmp_path / 'sweeper.db'}")
-    spec = parse_spec(yaml.safe_dump(tiny_spec(name="pair")), "pair.yaml")
+    spec = parse_spec(yaml.safe_dump(tiny_spec(name="pair", models=tuple(values))), "pair.yaml")
     record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
@@ -168,31 +168,49 @@ def _trainer(values: dict[str, list[float]], seen: list[int]):
     return run
 
 
-def _confirm(folder: Path, bests: dict[str, list[float]], confirmed: dict[str, list[float]]):
-    """A two-model sweep with these complete trials, confirmed (cap 6, level 0.95) by runs that end
-    at `confirmed`'s values in turn: its store, record, rounds (jobs each) and notes."""
-    store, record = _two_model_sweep(folder, bests)
+def _confirm(folder: Path, bests: dict[str, list[float]], confirmed: dict[str, list[float]], cap: int = 6):
+    """A sweep with these complete trials, confirmed (level 0.95) by runs that end at
+    `confirmed`'s values in turn: its store, record, rounds (jobs each) and notes."""
+    store, record = _sweep(folder, bests)
     rounds: list[int] = []
     end, notes = confirm_until_separated(
-        store, record, None, cap=6, level=0.95, run=_trainer(confirmed, rounds)
+        store, record, None, cap=cap, level=0.95, run=_trainer(confirmed, rounds)
     )
     assert end.status == SweepStatus.FINISHED
     return store, record, rounds, notes
 
 
-def test_confirm_stops_after_two_seeds_on_a_clear_case_and_goes_to_its_cap_on_a_close_one(
-    tmp_path: Path,
-) -> None:
+def test_confirm_separates_a_clear_case_after_two_seeds_and_says_what_it_rests_on(tmp_path: Path) -> None:
     clear = {"gru": [0.199, 0.201], "lstm": [0.299, 0.301]}
     store, record, rounds, notes = _confirm(tmp_path / "clear", {"gru": [0.2, 0.4], "lstm": [0.3]}, clear)
     assert rounds == [4]  # two fresh seeds each, then separated
     assert notes[-1].startswith(
-        "gru ahead of lstm with probability 1.000 after 2 fresh seeds each (separated"
+        "gru ahead of lstm by more than the tie margin at 95% (separated; tie margin 2 "
     )
+    assert "fresh seeds: gru 2, lstm 2; valid at every look" in notes[-1]
     odds_now = sweep_odds(store, record)
     assert odds_now.estimates["gru"].source == "2 confirmation runs"
     assert "repeated seeds" in odds_now.noise.source
-    close = {"gru": [0.22, 0.28], "lstm": [0.28, 0.22]}
-    _, _, rounds, notes = _confirm(tmp_path / "close", {"gru": [0.25], "lstm": [0.251]}, close)
+
+
+def test_confirm_goes_to_its_cap_when_undecided_and_a_later_call_looks_on_from_there(tmp_path: Path) -> None:
+    """Gaps of about one tie margin are neither separated nor tied: each round adds a seed to
+    each leader up to the cap; the next call's first look is the seventh, not the second again."""
+    unclear = {"gru": [0.20, 0.30], "lstm": [0.27, 0.33]}
+    store, record, rounds, notes = _confirm(tmp_path / "unclear", {"gru": [0.25], "lstm": [0.29]}, unclear)
     assert rounds == [4, 2, 2, 2, 2]  # one more seed each per round, up to six each
-    assert "after 6 fresh seeds each (not separated at 95% within 6 seeds" in notes[-1]
+    assert notes[-2].startswith("not decided at 95% after 6 seeds each: gru leads")
+    assert notes[-1].startswith("not decided within 6 seeds each: `sweeper confirm pair-1 --seeds 9`")
+    later: list[int] = []
+    _, notes = confirm_until_separated(store, record, None, cap=7, level=0.95, run=_trainer(unclear, later))
+    assert later == [2] and "after 7 seeds each" in notes[-2]
+
+
+def test_confirm_takes_every_model_of_the_leading_tie_and_confirms_a_tie(tmp_path: Path) -> None:
+    """Three models within the tie margin of each other in the sweep: all three get fresh seeds;
+    equal means with little spread are a tie confirmed; the fourth, far behind, gets none."""
+    bests = {"gru": [0.250], "lstm": [0.2502], "goru": [0.2504], "scornn": [0.9]}
+    level = {"gru": [0.2499, 0.2501], "lstm": [0.2501, 0.2499], "goru": [0.25, 0.25], "scornn": [0.9]}
+    _, _, rounds, notes = _confirm(tmp_path / "tie", bests, level)
+    assert rounds == [6]
+    assert notes[-1].startswith("gru, lstm and goru tie within the tie margin at 95% (tie confirmed;")

@@ -154,23 +154,22 @@ def test_a_family_raced_out_on_its_curve_shows_in_status_json_and_mlflow(shared_
     assert "sweep raced-1: finished" in result.stdout, result.stdout + result.stderr
     trials = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "raced-1")
     gru = trials["gru"]
-    assert [t.state for t in gru] == [TrialState.PRUNED]  # stopped at its next report, never complete
-    assert max(gru[0].intermediate_values) == 200
-    assert len(trials["scornn"]) == 5  # the two trials gru did not run went to scornn
-    said = "raced out at iteration 100 of 600: P(win) < 0.03 against scornn"
+    assert len(gru) == 3 and len(trials["scornn"]) == 7  # the trials gru did not run went to scornn
+    said = "raced out at iteration 600 of 600: P(level or ahead) < 0.03"
     status = run_cli(["status", "raced-1"], cwd)
     assert status.returncode == 0 and said in status.stdout, status.stdout
     data = json.loads(run_cli(["status", "raced-1", "--json"], cwd).stdout)
     (row,) = [s for s in data["studies"] if s["model"] == "gru"]
     assert row["race_stopped"].startswith(said)
+    assert "against scornn (0.029 by the ranks of its 3 trials and scornn's 4" in row["race_stopped"]
     client = MlflowClient(f"sqlite:///{sweeps / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name.startswith("raced-1")]
     (parent,) = client.search_runs(
         [experiment.experiment_id], "tags.`sweeper.role` = 'study' and tags.model = 'gru'"
     )
     tags = parent.data.tags
-    assert tags["sweeper.raced_out"].startswith(said)
-    assert tags["sweeper.raced_out.iteration"] == "100" and tags["sweeper.raced_out.against"] == "scornn"
+    assert tags["sweeper.raced_out"].startswith(said) and "by the ranks of" in tags["sweeper.raced_out"]
+    assert tags["sweeper.raced_out.iteration"] == "600" and tags["sweeper.raced_out.against"] == "scornn"
     assert float(tags["sweeper.raced_out.p_win"]) < 0.03
     # the verdict states its odds: scoRNN alone, against the only other model, dropped far behind
     assert "P(scornn is the true winner) = 1.00" in status.stdout and data["odds"]["winner"] == "scornn"

@@ -97,6 +97,32 @@ def test_shipped_configs_validate_with_every_profile(path):
         ),
         (lambda s: s.update(objective={"metric": "bleu", "mode": "max"}), "objective.metric", "reports"),
         (lambda s: s.update(name="has space"), "name", "pattern"),
+        (
+            lambda s: s["budget"].update(drop_below=0.05),
+            "budget.drop_below",
+            "does nothing under allocate: equal",
+        ),
+        (
+            lambda s: s["budget"].update(allocate="race", drop_below=0.05),
+            "budget.drop_below",
+            "only allocate: curves reads it",
+        ),
+        (lambda s: s["budget"].update(race_rung=2), "budget.race_rung", "does nothing under allocate: equal"),
+        (
+            lambda s: s["budget"].update(allocate="curves", race_rung=2),
+            "budget.race_rung",
+            "only allocate: race reads it",
+        ),
+        (
+            lambda s: s["budget"].update(race_exempt=["gru"]),
+            "budget.race_exempt",
+            "only allocate: race or curves reads it",
+        ),
+        (
+            lambda s: s["budget"].update(allocate="curves", race_exempt=["gru", "lstm"]),
+            "budget.race_exempt",
+            "names every model",
+        ),
     ],
 )
 def test_bad_specs_name_file_line_and_key(mutate, where, expected):
@@ -160,3 +186,10 @@ def test_durations(text, seconds):
 def test_bad_durations(text):
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_a_stored_spec_with_a_setting_its_allocation_ignores_still_loads() -> None:
+    """Refused at launch, but a sweep launched before the check keeps loading for status and resume."""
+    raw = tiny_spec(budget={"trials": 4, "drop_below": 0.05})
+    assert errors_of(dump(raw))
+    assert parse_spec(dump(raw), "sweep s-1", trusted=True).budget.drop_below == 0.05

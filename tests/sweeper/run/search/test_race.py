@@ -16,13 +16,15 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 LOSS = {"lstm": 0.9, "gru": 0.5, "scornn": 0.3, "ncgru": 0.1}  # a crafted objective per model
 
 
-def race(models: tuple[str, ...], trials: int, rung: int, studies: dict | None = None):
-    budget = {"trials": trials, "allocate": "race", "race_rung": rung}
+def race(
+    models: tuple[str, ...], trials: int, rung: int, studies: dict | None = None, exempt: tuple[str, ...] = ()
+):
+    budget = {"trials": trials, "allocate": "race", "race_rung": rung, "race_exempt": list(exempt)}
     spec = parse_spec(dump_spec(tiny_spec(models=models, budget=budget)), "s.yaml")
     studies = studies or {m: optuna.create_study(study_name=m) for m in models}
     plans = [StudyPlan(studies[m], m, None, trials) for m in models]
     searcher = MultiStudySearcher(spec, plans, None, None)
-    searcher.race = Race(plans, trials, rung, "min")
+    searcher.race = Race(plans, trials, rung, "min", spec.budget.race_exempt)
     return searcher, {p.model: p for p in plans}, studies
 
 
@@ -86,3 +88,11 @@ def test_a_race_waits_for_its_rungs_running_trials_instead_of_finishing() -> Non
         searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": LOSS[config["model"]]})
     assert searcher.suggest("5")["model"] == "gru"
     assert plans["gru"].budget == 14
+
+
+def test_a_model_exempt_from_the_race_is_never_stopped() -> None:
+    """`race_exempt` under `allocate: race`: the worst model goes on through every rung."""
+    searcher, plans, _ = race(("lstm", "gru", "scornn"), trials=4, rung=2, exempt=("lstm",))
+    run_out(searcher)
+    assert "lstm" not in searcher.race.stopped and "gru" in searcher.race.stopped
+    assert plans["lstm"].done > 2
