@@ -55,6 +55,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: same order everywhere
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kept_trial_costs(tmp_path_factory) -> None:
+    """The prices' kept trial costs in a folder of this session's (per worker, shared by its tests
+    and the CLIs they start): never the user's own, and a configuration timed once per session."""
+    from sweeper.spec.trial_cost import CACHE_ENV
+
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("trial-costs"))
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for one test, dropped afterwards."""

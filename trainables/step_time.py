@@ -56,13 +56,6 @@ def _timed(work: Callable[[], None], times: int) -> float:
     return (time.perf_counter() - started) / times
 
 
-def seconds_per_step(config: Mapping[str, Any], steps: int = 2) -> float:
-    """Mean seconds of a training step of `config` on its device, after one untimed step."""
-    step, _ = _trial(config)
-    step()
-    return _timed(step, steps)
-
-
 def trial_costs(config: Mapping[str, Any], steps: int = 2) -> TrialCosts:
     """The start, a step and an evaluation of `config` on its device, each timed apart."""
     started = time.perf_counter()

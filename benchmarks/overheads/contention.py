@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BUSY = "while True:\n    pass\n"
 
 
-def launch(config: str, profile: str, folder: Path) -> tuple[float, dict]:
-    """Wall time of `sweeper launch`, and its sweep's status as JSON."""
+def launch(config: str, profile: str, folder: Path, *extra: str) -> tuple[float, dict]:
+    """Wall time of `sweeper launch` (with `extra` options), and its sweep's status as JSON."""
     storage = f"sqlite:///{folder / 'sweeper.db'}"
     env = {**os.environ, "SWEEPER_STORAGE": storage}
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "sweeper", "launch", str(ROOT / config), "--profile", profile,
-         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"],
+         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", *extra],
         cwd=folder, env=env, capture_output=True, text=True,
     )  # fmt: skip
     wall = time.perf_counter() - started

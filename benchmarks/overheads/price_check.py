@@ -1,10 +1,12 @@
-"""A sweep's price against what it spent: the README's main command (the denoise smoke sweep) run
-in a fresh folder, its price as launch recorded it beside what each study's trials spent in their
-workers (`status --json`'s `worker_seconds`: what the price prices) and their time from the
-searcher's suggestion to their end (`seconds`: a wait for a free worker and the hand-off
-included). Per study and in all, written to `results/price-smoke.json`.
+"""A sweep's price against what it spent: a config's profile (by default the README's main
+command, the denoise smoke sweep) launched in a fresh folder, its price as launch recorded it
+beside what each study's trials spent in their workers (`status --json`'s `worker_seconds`: what
+the price prices) and their time from the searcher's suggestion to their end (`seconds`: a wait
+for a free worker and the hand-off included). Per study and in all, written as JSON.
 
-    python -m benchmarks.overheads.price_check [--config configs/denoise.yaml] [--profile smoke]
+    python -m benchmarks.overheads.price_check                                  # results/price-smoke.json
+    python -m benchmarks.overheads.price_check --config configs/copying.yaml --out benchmarks/results/price-copying-smoke.json
+    python -m benchmarks.overheads.price_check --max-trials 12 --out benchmarks/results/price-denoise-12.json
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ def main() -> int:
     )
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "denoise.yaml")
     parser.add_argument("--profile", default="smoke")
+    parser.add_argument("--max-trials", type=int, help="trials per study, instead of the profile's")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "price-smoke.json")
     args = parser.parse_args()
+    extra = [] if args.max_trials is None else ["--max-trials", str(args.max_trials)]
     with tempfile.TemporaryDirectory() as folder:
-        _, status = launch(str(args.config.resolve().relative_to(ROOT)), args.profile, Path(folder))
+        _, status = launch(str(args.config.resolve().relative_to(ROOT)), args.profile, Path(folder), *extra)
     rows = []
     for study in status["studies"]:
         low, high = study["predicted_worker_hours"]
@@ -49,7 +53,15 @@ def main() -> int:
     low, high = sum(r["priced"][0] for r in rows), sum(r["priced"][1] for r in rows)
     workers, suggested = sum(r["in_workers"] for r in rows), sum(r["from_suggestion"] for r in rows)
     result = {
-        "command": f"sweeper launch {args.config.relative_to(ROOT)} --profile {args.profile}",
+        "command": " ".join(
+            [
+                "sweeper launch",
+                str(args.config.resolve().relative_to(ROOT)),
+                "--profile",
+                args.profile,
+                *extra,
+            ]
+        ),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "python": platform.python_version(),
         "studies": rows,

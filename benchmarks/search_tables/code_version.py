@@ -4,12 +4,13 @@ code, and says which machine's clock its seconds are."""
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from sweeper.spec.trial_cost import machine_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +28,7 @@ def code_version(device: str) -> dict[str, Any]:
         "device": device_name(device),
         "torch": torch.__version__,
         "commit": _commit(),
-        "machine": _machine(),
+        "machine": machine_name(),
         "python": platform.python_version(),
         "first_run": datetime.now(UTC).strftime("%Y-%m-%d"),
         "files": digests,
@@ -50,15 +51,3 @@ def _commit() -> str:
         return done.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-def _machine() -> str:
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores"

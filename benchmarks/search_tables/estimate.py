@@ -1,8 +1,9 @@
-"""What a recording will cost before it starts: each asked (task, model)'s pace measured at both
-ends of its hidden-size range (the configurations of the design with the smallest and the
-largest size, their first evaluations trained as the recorder trains them), every run still to
-record priced by its own size between the two (linear in the size), and the sum on `--jobs`
-processes. A design whose sizes move the pace little makes a table whose cost findings are thin:
+"""What a recording will cost before it starts: each asked (task, model)'s trial cost measured at
+both ends of its hidden-size range (the configurations of the design with the smallest and the
+largest size, priced by the service's own estimator, `sweeper.spec.trial_cost`: a start, steps and
+evaluations timed apart in a worker like the recorder's, kept per machine and code), every run
+still to record priced by its own size between the two (linear in the size), and the sum on
+`--jobs` processes. A design whose sizes move the pace little makes a table whose cost findings are thin:
 the high/low ratio per model says how much they move it.
 
 Nothing is written to the table; the same options as `record` name it and its design.
@@ -23,15 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.search_tables import record, retime
+from benchmarks.search_tables import record
 from benchmarks.search_tables import table as tables
-
-
-def run_seconds(seconds: list[float], evaluations: int) -> float:
-    """A whole run's worker-seconds from its first evaluations' times: the first, then the rest
-    at the measured pace."""
-    pace = (seconds[-1] - seconds[0]) / (len(seconds) - 1)
-    return seconds[0] + (evaluations - 1) * pace
+from sweeper.spec import trial_cost
 
 
 def ends(curves: tables.Curves, indices: list[int]) -> tuple[int, int]:
@@ -44,6 +39,14 @@ def priced(size: float, low: tuple[float, float], high: tuple[float, float]) -> 
     """A run's seconds at `size`, on the line through the two measured (size, seconds) ends."""
     (s0, t0), (s1, t1) = low, high
     return t0 if s1 == s0 else t0 + (size - s0) * (t1 - t0) / (s1 - s0)
+
+
+def _start_worker(device: str, warm_up: dict[str, Any]) -> None:
+    """A recorder's worker: one torch thread; its process's first-call costs paid untimed."""
+    from trainables.step_time import trial_costs
+
+    record._start_worker(device)
+    trial_costs(warm_up, 1)
 
 
 def estimate(args: argparse.Namespace) -> dict[str, Any]:
@@ -59,24 +62,23 @@ def estimate(args: argparse.Namespace) -> dict[str, Any]:
         for (task, model), mine in pending.items()
         for index in ends(table.curves[task][model], sorted({r.index for r in mine}))
     }
-    warm_up = next(iter(sorted(todo)))
+
+    def config(key: tuple[str, str, int]) -> dict[str, Any]:
+        return {**table.curves[key[0]][key[1]].designs[key[2]]["config"], "device": args.device, "seed": 0}
+
     with ProcessPoolExecutor(
         args.jobs,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=retime._start_worker,
-        initargs=(args.device, table.curves[warm_up[0]][warm_up[1]].designs[warm_up[2]]["config"]),
+        initializer=_start_worker,
+        initargs=(args.device, config(min(todo))),
     ) as pool:
-        futures = {
-            key: pool.submit(
-                retime.measure, table.curves[key[0]][key[1]].designs[key[2]]["config"], args.evaluations
-            )
-            for key in sorted(todo)
-        }
+        futures = {key: pool.submit(trial_cost.measured, config(key)) for key in sorted(todo)}
         for key, future in futures.items():
-            seconds, reason = future.result()
-            if len(seconds) < 2:
-                raise tables.TableMismatch(f"{'/'.join(map(str, key))} could not be timed: {reason}")
-            measured[key] = run_seconds(seconds, evaluations)
+            try:
+                cost = future.result()
+            except Exception as exc:  # a configuration that cannot train here is said, by name
+                raise tables.TableMismatch(f"{'/'.join(map(str, key))} could not be timed: {exc}") from None
+            measured[key] = cost.seconds(table.settings.iterations, evaluations)
     rows = []
     for (task, model), mine in pending.items():
         curves = table.curves[task][model]
@@ -132,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     record.design_options(parser)
     parser.add_argument("--jobs", type=int, default=2, help="the recorder's processes (and the timing's)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--evaluations", type=int, default=3, help="evaluations timed per end")
     parser.add_argument("--out", type=Path, help="the estimate as JSON")
     args = parser.parse_args(argv)
     try:

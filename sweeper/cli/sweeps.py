@@ -99,7 +99,7 @@ def launch(
     """Run a sweep for each CONFIG: one Optuna study per (task, model), trials on Ray."""
     from sweeper.papers.points import first_points
     from sweeper.run.launch import register, run_sweep, with_budget, with_seed, without_gpus
-    from sweeper.run.pricing import sweep_price
+    from sweeper.run.pricing import other_gpu_kind, sweep_price
     from sweeper.run.search.warm_start import warm_start
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.spec.matching import resolve_matching
@@ -140,12 +140,14 @@ def launch(
                 raise BadInput(f"{configs[index]}: " + "; ".join(exc.errors)) from None
             derived = {"(all)": exc.errors[0]}
         priced, unpriced = None, "not asked (--no-price)" if no_price else None
-        if not found and not no_price:
+        if (dry_run or not found) and not no_price:  # a dry run prices what a launch here would refuse
             try:
-                priced = sweep_price(specs[index], address, calibrate)
+                priced = sweep_price(specs[index], address, calibrate, say=_timing)
             except Exception as exc:  # what cannot be timed here leaves the sweep unpriced, said why
-                unpriced = f"not measured here ({type(exc).__name__}: {exc})"
+                unpriced = f"not measured here ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         prices.append(None if priced is None else priced[0])
+        if unpriced is not None and not no_price and not dry_run and not found:
+            click.echo(f"{configs[index]}: price {unpriced}; the sweep starts unpriced")
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
             if derived:
@@ -179,6 +181,10 @@ def launch(
         except (StoreError, MissingGPUs) as exc:
             raise refused(exc) from None
         click.echo(f"sweep {record.name}: {len(record.studies)} studies in {redact(where.storage_url)}")
+        if address is not None and prices[index] is not None and not calibrate:
+            other = other_gpu_kind(spec)
+            if other is not None:
+                click.echo(f"  warning: {other}", err=True)
         for line in starts:
             click.echo(line)
         if earlier is not None:
@@ -192,6 +198,11 @@ def launch(
         with resumable(record.name, last=index == len(specs) - 1):
             worst = max(worst, print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
+
+
+def _timing(what: str) -> None:
+    """Said while a price times a configuration: the first price of a spec here waits for it."""
+    click.echo(f"  {what} ...", err=True)
 
 
 def print_end(store: Store, end: Any) -> int:

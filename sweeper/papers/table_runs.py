@@ -310,10 +310,10 @@ SHOWN = ("hidden_size", "rho", "optimizer", "lr", "orth_lr", "batch_size", "iter
 
 def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: bool) -> str:
     """The runs of a reproduction, part by part: each row's run (the main values it runs with, and
-    what it costs where it is measured: the seconds of a few training steps here, times its steps
-    and seeds, evaluation not counted), then its paper-scale settings in two groups, the paper's
-    and the readings, every reading's reason after the rows. A profile shrinks the first line's
-    values, never the groups."""
+    what it costs where it is measured: one trial's start, steps and evaluations as
+    `spec.trial_cost` prices them here, times its seeds), then its paper-scale settings in two
+    groups, the paper's and the readings, every reading's reason after the rows. A profile shrinks
+    the first line's values, never the groups."""
     table = repro.table
     runs = sum(row.runs_of == row.index for row in repro.rows) * repro.seeds
     lines = [
@@ -338,13 +338,14 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
             total_steps += steps
             cost = ""
             if estimate:
-                seconds = _step_seconds(row, spec)
-                if seconds is None:
+                run = _run_cost(row, spec)
+                if run is None:
                     timed = False
                     cost = "; not timed (see preflight)"
                 else:
-                    total_seconds += seconds * steps
-                    cost = f"; {seconds * 1000:.0f} ms/step, {_duration(seconds * steps)} for its seeds"
+                    step, seconds = run[0], run[1] * repro.seeds
+                    total_seconds += seconds
+                    cost = f"; {step * 1000:.0f} ms/step, {_duration(seconds)} for its seeds"
             shown = ", ".join(f"{k}={row.params[k]}" for k in SHOWN if k in row.params)
             count = f"; {row.parameters.text()}" if row.parameters else ""
             lines.append(f"    {row.label}: {shown}{count}{cost}")
@@ -363,16 +364,19 @@ def reproduction_text(repro: Reproduction, specs: list[SweepSpec], estimate: boo
     return "\n".join(lines + skipped)
 
 
-def _step_seconds(row: Row, spec: SweepSpec) -> float | None:
+def _run_cost(row: Row, spec: SweepSpec) -> tuple[float, float] | None:
+    """A row's run here: a step's seconds and the whole trial's (`spec.trial_cost`)."""
     from sweeper.spec.sweep import trial_config
-    from trainables.step_time import seconds_per_step
+    from sweeper.spec.trial_cost import measured
 
     config = trial_config(spec, row.model, row.params, 0)
     config["device"] = "cpu" if not spec.resources.for_model(row.model)["gpu"] else "auto"
     try:
-        return seconds_per_step(config)
+        cost = measured(config)
     except (OSError, ValueError):  # data not present: preflight says which files
         return None
+    iterations = config["iterations"]
+    return cost.step, cost.seconds(iterations, iterations / config["eval_every"])
 
 
 def _duration(seconds: float) -> str:

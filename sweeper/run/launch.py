@@ -26,7 +26,7 @@ from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.pruning import make_pruner, make_scheduler
 from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
-from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text, study_budget
+from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.run.tracking.answer import catch_up_mlflow, write_answer
 from sweeper.run.tracking.tracker import Tracker, open_tracker
@@ -45,7 +45,7 @@ from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.price import Price
 from sweeper.spec.rungs import rungs
-from sweeper.spec.space import searched_names
+from sweeper.spec.space import searched_names, study_budget
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now

@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.price import Pace, Price, price
 from sweeper.spec.sweep import SweepSpec, trial_config
-from sweeper.spec.values import IntRange
+from sweeper.spec.trial_cost import TrialCost, kept, measured
+from sweeper.spec.values import Choice, IntRange
+from trainables.hyperparams import TRAINING
+
+TRAINING_HIDDEN = TRAINING["hidden_size"].default  # a model that states no hidden size runs at it
 
 GPU_PACES = Path(__file__).with_name("gpu_paces.json")
 
@@ -45,28 +50,44 @@ def local_slots(spec: SweepSpec) -> int:
     return slots(spec, local_cpus([spec]) or os.cpu_count() or 1, gpus)
 
 
-def sweep_price(spec: SweepSpec, address: str | None, calibrate: bool = False) -> tuple[Price, str]:
-    """The sweep's price and where its paces and slots come from, in words."""
-    if address is None:
-        import torch
+def has_gpu() -> bool:
+    import torch
 
-        device = "cuda" if gpu_trials(spec) and torch.cuda.is_available() else "cpu"
-        paces = measured_paces(spec, device, f"here ({device})")
+    return torch.cuda.is_available()
+
+
+def _slots_said(spec: SweepSpec) -> str:
+    if spec.budget.max_concurrent:
+        return "budget.max_concurrent"
+    return "one slot (--calibrate reads the cluster's)"
+
+
+def sweep_price(
+    spec: SweepSpec, address: str | None, calibrate: bool = False, say: Callable[[str], None] | None = None
+) -> tuple[Price, str]:
+    """The sweep's price and where its paces and slots come from, in words; `say` hears what is
+    being timed while it is."""
+    concurrent = spec.budget.max_concurrent or 1
+    if address is None and gpu_trials(spec) and not has_gpu():
+        paces, speedups, device = recorded_paces(spec)
+        return (
+            price(spec, paces, concurrent, speedups),
+            f"{device}'s paces at this spec's sizes, for GPUs this machine lacks; {_slots_said(spec)}",
+        )
+    if address is None:
+        device = "cuda" if gpu_trials(spec) else "cpu"
+        paces = measured_paces(spec, device, f"here ({device})", say=say)
         return price(spec, paces, local_slots(spec)), "trials here, paces measured here"
     if calibrate:
         paces, held = calibrated(spec, address)
         return price(spec, paces, held), f"the cluster at {address}, paces measured on one of its workers"
-    concurrent = spec.budget.max_concurrent or 1
-    said = (
-        "budget.max_concurrent"
-        if spec.budget.max_concurrent
-        else "one slot (--calibrate reads the cluster's)"
-    )
     if gpu_trials(spec):
-        paces, speedups = recorded_paces(spec)
-        return price(spec, paces, concurrent, speedups), f"the cluster's GPUs, {said}"
-    cpu = measured_paces(spec, "cpu", "here, a CPU like the cluster's or not")
-    return price(spec, cpu, concurrent), f"the cluster's CPUs, {said}"
+        paces, speedups, device = recorded_paces(spec)
+        return price(
+            spec, paces, concurrent, speedups
+        ), f"the cluster's GPUs, priced as {device}'s; {_slots_said(spec)}"
+    cpu = measured_paces(spec, "cpu", "here, a CPU like the cluster's or not", say=say)
+    return price(spec, cpu, concurrent), f"the cluster's CPUs, {_slots_said(spec)}"
 
 
 def calibrated(spec: SweepSpec, address: str) -> tuple[dict[str, Pace], int]:
@@ -88,22 +109,21 @@ def calibrated(spec: SweepSpec, address: str) -> tuple[dict[str, Pace], int]:
 
 
 def _worker_pace(spec_yaml: str, model: str) -> Pace:
-    """On the worker: the model's pace at both ends of its sizes (steps, a start and an
-    evaluation), on the device it was given."""
-    import torch
-
+    """On the worker: the model's pace at both ends of its space, on the device it was given."""
     from sweeper.spec.loading import parse_spec
 
     spec = parse_spec(spec_yaml, "the sweep's spec", trusted=True)
-    device = "cuda" if torch.cuda.is_available() and spec.resources.for_model(model)["gpu"] > 0 else "cpu"
+    device = "cuda" if has_gpu() and spec.resources.for_model(model)["gpu"] > 0 else "cpu"
     return measured_paces(spec, device, f"on a worker of the cluster ({device})", models=[model])[model]
 
 
 class _Middle:
-    """Answers a study's suggestions with the middle of each range (the hidden size as given)."""
+    """Answers a study's suggestions with the middle of each range, the hidden size and choices
+    as given (else a choice's first)."""
 
-    def __init__(self, hidden: int | None) -> None:
+    def __init__(self, hidden: int | None, choices: Mapping[str, Any] | None = None) -> None:
         self.hidden = hidden
+        self.choices = dict(choices or {})
 
     def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
         return math.sqrt(low * high) if log else (low + high) / 2
@@ -114,69 +134,150 @@ class _Middle:
         return round(math.sqrt(low * high)) if log else low + step * ((high - low) // step // 2)
 
     def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
-        return choices[0]
+        return self.choices.get(name, choices[0])
 
 
-def ends(spec: SweepSpec, model: str, device: str) -> list[dict[str, Any]]:
-    """Trial configs of `model` at the smallest and the largest hidden size it searches (one
-    where the size is fixed), every other setting at the middle of its range."""
+def _config(
+    spec: SweepSpec, model: str, device: str, hidden: int | None, choices: Mapping[str, Any]
+) -> dict[str, Any]:
     from sweeper.spec.space import suggest_params
 
+    params = suggest_params(_Middle(hidden, choices), spec, model)  # type: ignore[arg-type]
+    return {**trial_config(spec, model, params, seed=0), "device": device}
+
+
+def sizes(spec: SweepSpec, model: str) -> list[int | None]:
+    """The smallest and the largest hidden size the model searches (one where it is fixed)."""
     size = spec.space(model).get("hidden_size")
-    sizes = list(size.int) if isinstance(size, IntRange) else [None]
-    configs = []
-    for hidden in sizes:
-        params = suggest_params(_Middle(hidden), spec, model)  # type: ignore[arg-type]
-        configs.append({**trial_config(spec, model, params, seed=0), "device": device})
-    return configs
+    return list(size.int) if isinstance(size, IntRange) else [None]
+
+
+def ends(
+    spec: SweepSpec, model: str, device: str, timed: Callable[[dict[str, Any], str], float] | None = None
+) -> list[dict[str, Any]]:
+    """The trial configs of `model` at the two ends of its cost: its smallest hidden size with the
+    cheapest choice of every categorical setting it searches, and its largest with the dearest
+    (each choice timed, one at a time, at the smallest size, by `timed`: a step's seconds); the
+    rest of the configuration at the middle of its range. Without `timed`, every choice's first."""
+    ends_sizes = sizes(spec, model)
+    searched = {
+        name: list(value.choice)
+        for name, value in spec.space(model).items()
+        if isinstance(value, Choice) and len(value.choice) > 1
+    }
+    cheapest: dict[str, Any] = {}
+    dearest: dict[str, Any] = {}
+    if timed is not None:
+        for name, choices in searched.items():
+            seconds = {
+                choice: timed(_config(spec, model, device, ends_sizes[0], {name: choice}), f"{name}={choice}")
+                for choice in choices
+            }
+            cheapest[name] = min(seconds, key=seconds.__getitem__)
+            dearest[name] = max(seconds, key=seconds.__getitem__)
+    return [
+        _config(spec, model, device, ends_sizes[0], cheapest),
+        _config(spec, model, device, ends_sizes[-1], dearest),
+    ]
 
 
 def measured_paces(
-    spec: SweepSpec, device: str, where: str, steps: int = 2, models: list[str] | None = None
+    spec: SweepSpec,
+    device: str,
+    where: str,
+    steps: int = 2,
+    models: list[str] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> dict[str, Pace]:
-    """Each model's pace (of `models`, else all), timed at both ends of its hidden-size range: its
-    steps, a trial's start and an evaluation, computing with the threads a trial gets (its CPUs)."""
+    """Each model's pace (of `models`, else all), timed at the two ends of its cost (`ends`): its
+    steps, a trial's start and an evaluation, computing with the threads a trial gets (its CPUs),
+    each kept and read back where this machine and code timed it before (`trial_cost`)."""
     import torch
 
     from trainables.step_time import trial_costs
 
     paces = {}
     threads = torch.get_num_threads()
-    measured = models or spec.models
-    # A process's first trial pays imports and first calls (torch.optim pulls in torch._dynamo):
-    # about a second, which a sweep's worker pays once, when it starts, and no trial after.
-    trial_costs(ends(spec, measured[0], device)[0], 1)
-    for model in measured:
+    warmed = False
+
+    def timed(config: dict[str, Any], what: str) -> TrialCost:
+        nonlocal warmed
+        if not warmed and not kept(config, steps):
+            # A process's first trial pays imports and first calls (torch.optim pulls in
+            # torch._dynamo): about a second, which a sweep's worker pays once, no trial after.
+            trial_costs(config, 1)
+            warmed = True
+        said = f"{config['model']} at hidden size {config.get('hidden_size')}{what} ({device})"
+        return measured(config, steps, say, said)
+
+    for model in models or spec.models:
         torch.set_num_threads(max(1, int(spec.resources.for_model(model)["cpu"])))
         try:
-            costs = [trial_costs(config, steps) for config in ends(spec, model, device)]
+            configs = ends(spec, model, device, lambda config, what: timed(config, f", {what}").step)
+            low, high = (timed(config, "") for config in configs)
         finally:
             torch.set_num_threads(threads)
         paces[model] = Pace(
-            min(c.step for c in costs),
-            max(c.step for c in costs),
-            f"{steps} steps, a start and an evaluation at each end of its sizes {where}",
-            max(c.start for c in costs),
-            max(c.evaluation for c in costs),
+            min(low.step, high.step),  # two steps' timing can put the cheaper end a little above
+            max(low.step, high.step),
+            f"{steps} steps, a start and an evaluation at the cheapest and the dearest end of its space {where}",
+            max(low.start, high.start),
+            max(low.evaluation, high.evaluation),
         )
     return paces
 
 
-def recorded_paces(spec: SweepSpec) -> tuple[dict[str, Pace], dict[str, dict[str, float]]]:
-    """The recorded figures of a GPU kind (`gpu_paces.json`): each model's pace at the papers'
-    sizes, and its trials per hour at k per GPU against one."""
+def recorded_paces(spec: SweepSpec) -> tuple[dict[str, Pace], dict[str, dict[str, float]], str]:
+    """The recorded figures of a GPU kind (`gpu_paces.json`) at the spec's own sizes: each
+    model's step by its fitted rule (`benchmarks/gpu/pace_rule.py`) at the spec's sequence length
+    and the ends of its hidden sizes, widened by how far the recorded shapes left out of the fit
+    fell from it; its trials per hour at k per GPU against one; and the GPU they were recorded on."""
     data = json.loads(GPU_PACES.read_text())
-    where = (
-        f"steps recorded on {data['device']} at the papers' sizes, {data['date']}; starts and evaluations not"
-    )
+    length, said_length = sequence_length(spec)
     paces, speedups = {}, {}
     for model in spec.models:
-        recorded = model if model in data["models"] else data["fallback"]
+        recorded = model if "rule" in data["models"].get(model, {}) else data["fallback"]
         entry = data["models"][recorded]
         packed_as = entry.get("packed_as", recorded)
-        said = "" if recorded == model else f"; not recorded, priced as {recorded}"
+        rule = entry["rule"]
+        low_size, high_size = (s or TRAINING_HIDDEN for s in (sizes(spec, model)[0], sizes(spec, model)[-1]))
+        low = rule_ms(rule, length, low_size) * rule["within"][0] / 1000
+        high = rule_ms(rule, length, high_size) * rule["within"][1] / 1000
+        said = f"{data['device']}'s steps ({data['date']}) by {data['rule'].split(',')[0]} at T = {length}{said_length}"
+        said += "" if recorded == model else f"; not recorded, priced as {recorded}"
         said += "" if packed_as == recorded else f"; packed as {packed_as}, its own packing not measured"
-        seconds = entry["ms_per_iteration"] / 1000
-        paces[model] = Pace(seconds, seconds, where + said)
+        paces[model] = Pace(low, high, said + "; starts and evaluations not")
         speedups[model] = data["models"][packed_as].get("packed", {})
-    return paces, speedups
+    return paces, speedups, data["device"]
+
+
+def rule_ms(rule: Mapping[str, float], length: float, hidden: float) -> float:
+    """A step's milliseconds by the recorded rule (`benchmarks.gpu.pace_rule.ms`)."""
+    return rule["a"] + rule["b"] * length * (hidden / 128.0) ** rule["q"]
+
+
+def sequence_length(spec: SweepSpec) -> tuple[int, str]:
+    """The sequence length a step runs through: the task's T, or its backpropagation window;
+    where it states neither, the recorded figures' own 200, said so."""
+    settings = spec.task.settings
+    for name in ("T", "bptt"):
+        if isinstance(settings.get(name), int):
+            return settings[name], ""
+    return 200, " (the task states no sequence length: the recorded T)"
+
+
+def other_gpu_kind(spec: SweepSpec) -> str | None:
+    """On a joined cluster: a line where its GPUs are another kind than the one whose recorded
+    paces priced the sweep (Ray names a node's GPU kind as an `accelerator_type:` resource)."""
+    import ray
+
+    if not gpu_trials(spec):
+        return None
+    kinds = sorted(k.split(":", 1)[1] for k in ray.cluster_resources() if k.startswith("accelerator_type:"))
+    recorded = json.loads(GPU_PACES.read_text())["device"]
+    if not kinds or any(kind in recorded for kind in kinds):
+        return None
+    return (
+        f"the price's GPU paces are {recorded}'s and this cluster's GPUs are {', '.join(kinds)}: "
+        "its figures may be off by their difference (`--calibrate` times a worker of this cluster)"
+    )

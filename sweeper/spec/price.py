@@ -1,15 +1,18 @@
 """What a sweep will cost before it runs: per study and in all, the worker-hours to its budget
 and to its first answer, and the wall time on the slots it will have, each as a range.
 
-A study's price is its trials' starts + the iterations its scheduler lets them run x a measured
-pace, seconds per iteration + their evaluations x one evaluation's seconds, its model measured at
-the smallest and the largest hidden size it searches (the rest of the configuration at the middle
-of the space). Under ASHA the iterations are a range over the orders its trials can arrive in:
-ASHA's own rule (a trial reaching a rung stops when it is below the 1 - 1/η quantile of those
-recorded there before it, so the first at every rung goes on) applied to sweeps whose trials
-arrive in a random order, each as good at every rung, and the study's total at the 10th and 90th
-percentile of those sweeps; without early stopping every trial runs to the end (the median and
-Hyperband pruners are priced as ASHA). The first answer (every model with a
+A study's price is its trials' cost (`trial_cost`: starts + the iterations its scheduler lets
+them run x a step's seconds + their evaluations x one evaluation's seconds), its model measured at
+both ends of its space: the low end its smallest hidden size with the cheapest choice of every
+categorical setting, the high end its largest size with the dearest (the rest of the
+configuration at the middle of the space). Under ASHA the iterations are a range over the orders
+its trials can arrive in: ASHA's own rule (a trial reaching a rung stops when it is below the
+1 - 1/η quantile of those recorded there before it, so the first at every rung goes on) applied to
+sweeps whose trials arrive in a random order, each as good at every rung, and the study's total at
+the 10th and 90th percentile of those sweeps; without early stopping every trial runs to the end
+(the median and Hyperband pruners are priced as ASHA). The budgets bound it: a study runs no more
+trials than its grid holds, no more iterations than `budget.iterations` and no longer than
+`budget.study_time`; the sweep stops at `budget.time`. The first answer (every model with a
 complete trial) costs at least one whole run of each model and, with every slot busy meanwhile,
 at most the slots times the slowest of those runs. Trials packed k to a GPU take the GPU-hours of
 their packed pace (`gpu_paces.json`: trials per hour at k per GPU, measured).
@@ -27,7 +30,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sweeper.spec.rungs import first_report, max_iterations, rungs
+from sweeper.spec.space import study_budget
 from sweeper.spec.sweep import SweepSpec
+from sweeper.spec.trial_cost import trial_seconds
 
 RANGE = (0.1, 0.9)  # the quantiles of a study's iterations over its trials' orders of arrival
 SWEEPS_SIMULATED = 1000
@@ -60,20 +65,23 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def study_iterations(spec: SweepSpec) -> tuple[float, float]:
-    """A study's iterations in all: their 10th and 90th percentile over up to `SWEEPS_SIMULATED`
-    random orders of arrival (fewer for large studies, whose spread narrows), seeded so a price
-    repeats."""
-    points, trials = rungs(spec), spec.budget.trials
+def study_iterations(spec: SweepSpec, trials: int | None = None) -> tuple[float, float]:
+    """A study of `trials` trials' iterations in all (the spec's budget where not given): their
+    10th and 90th percentile over up to `SWEEPS_SIMULATED` random orders of arrival (fewer for
+    large studies, whose spread narrows), seeded so a price repeats; never beyond the study's
+    `budget.iterations`."""
+    points, trials = rungs(spec), trials or spec.budget.trials
+    cap = spec.budget.iterations or math.inf
     if spec.scheduler.name == "none" or len(points) == 1 or trials == 1:
-        return float(trials * points[-1]), float(trials * points[-1])
+        whole = float(min(trials * points[-1], cap))
+        return whole, whole
     sweeps = max(200, min(SWEEPS_SIMULATED, ARRIVALS_SIMULATED // (trials * (len(points) - 1))))
     rng = random.Random(0)
     totals = sorted(
         asha_iterations([rng.random() for _ in range(trials)], points, spec.scheduler.reduction_factor)
         for _ in range(sweeps)
     )
-    return _quantile(totals, RANGE[0]), _quantile(totals, RANGE[1])
+    return min(_quantile(totals, RANGE[0]), cap), min(_quantile(totals, RANGE[1]), cap)
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,9 @@ class Pace:
 
     def hours(self, trials: int, iterations: float, evaluations: float, end: int) -> float:
         """The hours of `trials` trials that run `iterations` and `evaluations` in all, at one end
-        (0: the smallest size, 1: the largest)."""
+        (0: the cheapest configuration, 1: the dearest)."""
         step = (self.low, self.high)[end]
-        return (trials * self.start + iterations * step + evaluations * self.evaluation) / 3600
+        return trial_seconds(trials * self.start, step, self.evaluation, iterations, evaluations) / 3600
 
 
 @dataclass(frozen=True)
@@ -128,16 +136,17 @@ def price(
     spec: SweepSpec, paces: dict[str, Pace], slots: int, speedups: dict[str, dict[str, float]] | None = None
 ) -> Price:
     """The sweep's price on `slots` trials at once (see the module's docstring)."""
-    iterations = study_iterations(spec)
     full = max_iterations(spec)
     every = first_report(spec)
+    bound = math.inf if spec.budget.study_time is None else spec.budget.study_time / 3600
     studies = []
     for model in spec.models:
         pace = paces[model]
-        trials = spec.budget.trials
+        trials = study_budget(spec, model)
+        iterations = study_iterations(spec, trials)
         hours = (
-            pace.hours(trials, iterations[0], iterations[0] / every, 0),
-            pace.hours(trials, iterations[1], iterations[1] / every, 1),
+            min(pace.hours(trials, iterations[0], iterations[0] / every, 0), bound),
+            min(pace.hours(trials, iterations[1], iterations[1] / every, 1), bound),
         )
         share = spec.resources.for_model(model)["gpu"]
         gpu = None
@@ -149,10 +158,11 @@ def price(
             hours = (hours[0] / share / faster, hours[1] / share / faster)
         run = (pace.hours(1, full, full / every, 0), pace.hours(1, full, full / every, 1))
         studies.append(StudyPrice(model, trials, iterations, hours, gpu, run, pace.source))
-    total = (sum(s.worker_hours[0] for s in studies), sum(s.worker_hours[1] for s in studies))
+    busy = max(1, min(slots, spec.budget.max_concurrent or slots))
+    time = math.inf if spec.budget.time is None else spec.budget.time / 3600  # the sweep stops there
+    total = tuple(min(sum(s.worker_hours[end] for s in studies), time * busy) for end in (0, 1))
     gpus = [s.gpu_hours for s in studies if s.gpu_hours is not None]
     gpu_total = (sum(g[0] for g in gpus), sum(g[1] for g in gpus)) if gpus else None
-    busy = max(1, min(slots, spec.budget.max_concurrent or slots))
     first_low = sum(s.run_hours[0] for s in studies)
     slowest = max(s.run_hours[1] for s in studies)
     rounds = math.ceil(len(studies) / busy)  # the first trials of every model, `busy` at a time
@@ -161,7 +171,7 @@ def price(
         busy,
         total,
         gpu_total,
-        (total[0] / busy, total[1] / busy),
+        (min(total[0] / busy, time), min(total[1] / busy, time)),
         (first_low, max(first_low, busy * slowest * rounds)),
         (max(s.run_hours[0] for s in studies) * rounds, slowest * rounds),
     )

@@ -97,3 +97,9 @@ def describe(value: Any, bound: str | None = None) -> str:
             return f"matched to {target.parameters:,} parameters"
         return f"matched to {target.model} at hidden size {target.hidden_size}"
     return f"= {value}"
+
+
+def study_budget(spec: SweepSpec, model: str) -> int:
+    """Trials of one study: the spec's budget, or the grid's size when that is smaller."""
+    grid = grid_of(spec.space(model))
+    return spec.budget.trials if grid is None else min(spec.budget.trials, grid_size(grid))

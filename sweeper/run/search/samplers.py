@@ -10,7 +10,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-from sweeper.spec.space import grid_of, grid_size
+from sweeper.spec.space import grid_of, study_budget
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.trial_record import PAPER_POINT_ATTR
 
@@ -82,9 +82,3 @@ def sampler_text(spec: SweepSpec, model: str, papers: int = 0) -> str:
 def paper_point_count(trials: list[FrozenTrial]) -> int:
     """The papers' points among a study's trials, each counted once however often it was asked."""
     return len({t.user_attrs[PAPER_POINT_ATTR] for t in trials if PAPER_POINT_ATTR in t.user_attrs})
-
-
-def study_budget(spec: SweepSpec, model: str) -> int:
-    """Trials of one study: the spec's budget, or the grid's size when that is smaller."""
-    grid = grid_of(spec.space(model))
-    return spec.budget.trials if grid is None else min(spec.budget.trials, grid_size(grid))

@@ -56,7 +56,10 @@ def test_one_bad_config_among_several_launches_none(runner, tmp_path):
     assert not (tmp_path / "sweeps").exists()
 
 
-def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path):
+def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path, monkeypatch):
+    from sweeper.spec.trial_cost import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "kept"))  # nothing timed before: it says what it times
     path = write_spec(tmp_path, tiny_spec())
     result = invoke(runner, "launch", str(path), "--dry-run", "--max-trials", "7", "--time-budget", "30m")
     assert result.exit_code == 0, result.output
@@ -66,9 +69,13 @@ def test_dry_run_prints_the_plan_and_starts_nothing(runner, tmp_path):
     # its price, from paces measured here: each study, then the sweep to its budget and first answer
     assert "price (trials here, paces measured here;" in result.output
     assert "the trials' training, not the sweep's few seconds a trial" in result.output
-    assert "lstm: 7 trials," in result.output and "at each end of its sizes here (cpu)" in result.output
+    assert "lstm: 7 trials," in result.output and "the dearest end of its space here (cpu)" in result.output
+    assert "  timing lstm at hidden size 4 (cpu) ..." in result.output  # said while it times, the first time
     assert "worker-hours" in result.output and "to the first answer" in result.output
     assert not (tmp_path / "sweeps").exists()
+    again = invoke(runner, "launch", str(path), "--dry-run", "--max-trials", "7", "--time-budget", "30m")
+    assert again.exit_code == 0 and "timing" not in again.output  # the same spec here: every cost kept
+    assert again.output.split("price (")[1] == result.output.split("price (")[1]
     refused = invoke(runner, "launch", str(path), "--dry-run", "--calibrate")
     assert refused.exit_code == 2 and "give the cluster's --address" in refused.output
 
@@ -89,6 +96,31 @@ def test_no_price_times_no_model(runner, tmp_path, monkeypatch):
         runner, "launch", str(path), "--dry-run", "--no-price", "--calibrate", "--address", "ray://x:1"
     )
     assert both.exit_code == 2 and "--no-price prices nothing" in both.output
+
+
+def test_a_launch_whose_price_fails_says_why_in_one_line_and_starts_unpriced(runner, tmp_path, monkeypatch):
+    import sweeper.run.launch
+    import sweeper.run.pricing
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise ConnectionError("the cluster at ray://x:1 did not answer\nRay's traceback")
+
+    registered: list[object] = []
+
+    def register(spec, where, profile, specs, first, priced):  # stops the launch once it is reached
+        registered.append(priced)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(sweeper.run.pricing, "sweep_price", failing)
+    monkeypatch.setattr(sweeper.run.launch, "register", register)
+    path = write_spec(tmp_path, tiny_spec())
+    result = invoke(runner, "launch", str(path))
+    assert result.exit_code == 0, result.output
+    assert (
+        f"{path}: price not measured here (ConnectionError: the cluster at ray://x:1 did not answer); "
+        "the sweep starts unpriced" in result.output
+    )
+    assert registered == [None]
 
 
 def test_bad_time_budget_option(runner, tmp_path):

@@ -75,10 +75,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_dry_run_lists_one_study_per_model(path, profile, data, tmp_path, monkeypatch):
     """The paper-scale specs are previewed for a cluster (`--address`: its GPUs and data are its
-    own); the smoke profiles for this machine, with their data here."""
+    own, priced by the recorded GPU figures); the smoke profiles for this machine, with their data
+    here, unpriced (the price's timings are tested on their own)."""
     monkeypatch.chdir(tmp_path)  # the default storage lives under ./sweeps; a dry run writes none
     (tmp_path / "data").symlink_to(data, target_is_directory=True)
-    args = ["launch", str(path), "--dry-run"] + (["--profile", profile] if profile else ["--address", "auto"])
+    where = ["--profile", profile, "--no-price"] if profile else ["--address", "auto"]
+    args = ["launch", str(path), "--dry-run", *where]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     spec = load_spec(path, profile)

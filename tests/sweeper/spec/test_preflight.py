@@ -47,6 +47,9 @@ def test_gpus_asked_for_where_there_are_none_are_found_by_the_dry_run(
     assert result.exit_code == 2
     assert "resources: the trials ask for GPUs (0.5 for lstm, gru)" in result.output
     assert "add --no-gpus" in result.output
+    # the price a GPU cluster would charge is printed all the same, beside the word that it stops here
+    assert "price (an NVIDIA H200's paces at this spec's sizes, for GPUs this machine lacks" in result.output
+    assert "GPU-hours" in result.output and "preflight: would stop here" in result.output
     assert launch(str(spec), "--dry-run", "--no-gpus").exit_code == 0
     assert launch(str(spec), "--dry-run", "--address", "auto").exit_code == 0  # a cluster's GPUs are its own
 

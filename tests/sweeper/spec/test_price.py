@@ -70,3 +70,26 @@ def test_trials_packed_on_a_gpu_take_their_packed_pace() -> None:
     assert goru.gpu_hours == pytest.approx((alone,) * 2)  # nothing recorded: no gain assumed
     whole = price(spec_of(scheduler="none", budget={"trials": 4}, resources={"gpus": 2}), paces, slots=1)
     assert whole.studies[0].gpu_hours == pytest.approx((2 * alone,) * 2)
+
+
+def test_the_budgets_bound_the_price() -> None:
+    """A study's iterations never beyond `budget.iterations`, its hours never beyond
+    `budget.study_time`, the sweep's wall time never beyond `budget.time`, nor its worker-hours
+    beyond that time on its slots; a grid runs no more trials than it holds."""
+    paces = {"gru": Pace(0.01, 0.02, "given"), "goru": Pace(0.03, 0.03, "given")}
+    free = price(spec_of(scheduler="none", budget={"trials": 4}), paces, slots=1)
+    assert free.studies[0].iterations == (3600, 3600) and free.wall_hours == pytest.approx((0.04, 0.05))
+    steps = price(spec_of(scheduler="none", budget={"trials": 4, "iterations": 1000}), paces, slots=1)
+    assert steps.studies[0].iterations == (1000, 1000)
+    assert steps.studies[1].worker_hours == pytest.approx((1000 * 0.03 / 3600,) * 2)
+    study = price(spec_of(scheduler="none", budget={"trials": 4, "study_time": "36s"}), paces, slots=1)
+    assert study.studies[1].worker_hours == pytest.approx((0.01, 0.01))  # 3600 x 0.03 s, cut at 36 s
+    timed = price(spec_of(scheduler="none", budget={"trials": 4, "time": "72s"}), paces, slots=1)
+    assert timed.wall_hours == pytest.approx((0.02, 0.02)) and timed.worker_hours == pytest.approx(
+        (0.02, 0.02)
+    )
+    raw = tiny_spec(models=("gru",), scheduler="none", budget={"trials": 10})
+    raw["params"].update(iterations=900, eval_every=100, hidden_size={"grid": [4, 8, 16]}, lr=0.01)
+    grid = parse_spec(dump_spec(raw), "g.yaml")
+    (gridded,) = price(grid, {"gru": Pace(0.01, 0.01, "given")}, slots=1).studies
+    assert gridded.trials == 3 and gridded.iterations == (2700, 2700)

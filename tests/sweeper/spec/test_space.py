@@ -9,10 +9,10 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
 from sweeper.run.search.pruning import make_pruner
-from sweeper.run.search.samplers import make_sampler, study_budget
+from sweeper.run.search.samplers import make_sampler
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import SpecError, parse_spec
-from sweeper.spec.space import suggest_params
+from sweeper.spec.space import study_budget, suggest_params
 from sweeper.spec.sweep import trial_config
 from tests.helpers import dump_spec, tiny_spec
 from trainables.catalog import load_all
