@@ -119,6 +119,7 @@ class Price:
     wall_hours: tuple[float, float]
     first_answer_worker_hours: tuple[float, float]
     first_answer_wall_hours: tuple[float, float]
+    stopped_by: str | None = None  # the budget that ends the sweep before its trials would
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -160,6 +161,7 @@ def price(
         studies.append(StudyPrice(model, trials, iterations, hours, gpu, run, pace.source))
     busy = max(1, min(slots, spec.budget.max_concurrent or slots))
     time = math.inf if spec.budget.time is None else spec.budget.time / 3600  # the sweep stops there
+    unbounded = sum(s.worker_hours[1] for s in studies)
     total = tuple(min(sum(s.worker_hours[end] for s in studies), time * busy) for end in (0, 1))
     gpus = [s.gpu_hours for s in studies if s.gpu_hours is not None]
     gpu_total = (sum(g[0] for g in gpus), sum(g[1] for g in gpus)) if gpus else None
@@ -174,6 +176,7 @@ def price(
         (min(total[0] / busy, time), min(total[1] / busy, time)),
         (first_low, max(first_low, busy * slowest * rounds)),
         (max(s.run_hours[0] for s in studies) * rounds, slowest * rounds),
+        "budget.time" if unbounded > time * busy else None,
     )
 
 
@@ -190,7 +193,8 @@ def price_text(priced: Price, where: str) -> str:
         )
     gpu = "" if priced.gpu_hours is None else f", {_range(priced.gpu_hours)} GPU-hours"
     lines += [
-        f"    in all: {_range(priced.worker_hours)} worker-hours{gpu}, {_range(priced.wall_hours)} hours of wall time",
+        f"    in all: {_range(priced.worker_hours)} worker-hours{gpu}, {_range(priced.wall_hours)} hours of wall time"
+        + ("" if priced.stopped_by is None else f" ({priced.stopped_by} ends the sweep there)"),
         f"    to the first answer (a complete trial of every model): {_range(priced.first_answer_worker_hours)} "
         f"worker-hours, {_range(priced.first_answer_wall_hours)} hours of wall time",
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import Pace, asha_iterations, price, study_iterations
+from sweeper.spec.price import Pace, asha_iterations, price, price_text, study_iterations
 from sweeper.spec.rungs import rungs
 from tests.helpers import dump_spec, tiny_spec
 
@@ -88,6 +88,10 @@ def test_the_budgets_bound_the_price() -> None:
     assert timed.wall_hours == pytest.approx((0.02, 0.02)) and timed.worker_hours == pytest.approx(
         (0.02, 0.02)
     )
+    assert timed.stopped_by == "budget.time" and "(budget.time ends the sweep there)" in price_text(
+        timed, "here"
+    )
+    assert free.stopped_by is None
     raw = tiny_spec(models=("gru",), scheduler="none", budget={"trials": 10})
     raw["params"].update(iterations=900, eval_every=100, hidden_size={"grid": [4, 8, 16]}, lr=0.01)
     grid = parse_spec(dump_spec(raw), "g.yaml")
