@@ -366,3 +366,25 @@ def recorded_sweep(folder: Path) -> Path:
             )
     store.dispose()
     return folder
+
+
+def add_confirmations(store: object, study_id: int, values: dict[int, float], params: dict) -> None:
+    """Complete confirmation runs of a study's trial 0, `values` by seed, each with its test value
+    0.01 above."""
+    import json
+
+    from sweeper.store.database import ConfirmationRecord
+
+    with store.session() as session:  # type: ignore[attr-defined]
+        for seed, value in values.items():
+            session.add(
+                ConfirmationRecord(
+                    study_id=study_id,
+                    source_trial=0,
+                    seed=seed,
+                    params_json=json.dumps(params),
+                    status="complete",
+                    objective=value,
+                    metrics_json=json.dumps({"test_loss": value + 0.01}),
+                )
+            )

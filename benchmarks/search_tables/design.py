@@ -11,7 +11,6 @@ design is extensible: the first n points of a longer design are the n-point desi
 
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import dataclass
 from functools import cache
@@ -23,7 +22,7 @@ from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.space import check_names, task_settings, unscaled
 from benchmarks.search_tables.strategies import Settings, Strategy, sweep_spec
 from sweeper.papers.points import paper_points
-from sweeper.spec.space import describe, suggest_params
+from sweeper.spec.space import UnitTrial, describe, suggest_params
 from sweeper.spec.sweep import SweepSpec, trial_config
 from sweeper.spec.values import IntRange
 from trainables.models.orthogonal import resolve_layout
@@ -43,35 +42,6 @@ class Design:
     @property
     def paper(self) -> bool:
         return not self.label.startswith("sobol ")
-
-
-class _UnitTrial:
-    """Answers a study's suggestions from unit coordinates, one per parameter name; asked with
-    none, it answers the middle of each range and remembers the order it was asked in."""
-
-    def __init__(self, unit: dict[str, float] | None = None) -> None:
-        self.unit = unit or {}
-        self.asked: list[str] = []
-
-    def _u(self, name: str) -> float:
-        self.asked.append(name)
-        return min(max(self.unit.get(name, 0.5), 0.0), 1.0 - 1e-12)
-
-    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
-        u = self._u(name)
-        if log:
-            return math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
-        return low + u * (high - low)
-
-    def suggest_int(self, name: str, low: int, high: int, log: bool = False, step: int = 1) -> int:
-        u = self._u(name)
-        if log:
-            value = round(math.exp(math.log(low - 0.5) + u * (math.log(high + 0.5) - math.log(low - 0.5))))
-            return min(max(value, low), high)
-        return low + step * math.floor(u * ((high - low) // step + 1))
-
-    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
-        return choices[math.floor(self._u(name) * len(choices))]
 
 
 def base_spec(task: str, settings: Settings, models: list[str]) -> SweepSpec:
@@ -112,7 +82,7 @@ def papers(task: str, settings: Settings, spec: SweepSpec) -> dict[str, list[tup
 
 def searched(spec: SweepSpec, model: str) -> list[str]:
     """The parameters a study of `model` draws, in the order it draws them."""
-    probe = _UnitTrial()
+    probe = UnitTrial()
     suggest_params(probe, spec, model)  # type: ignore[arg-type]
     return probe.asked
 
@@ -135,7 +105,7 @@ def sobol_design(spec: SweepSpec, model: str, count: int, offset: int = 0) -> li
     points = engine.draw(count, dtype=torch.float64).tolist()
     designs = []
     for index in range(offset, count):
-        params = suggest_params(_UnitTrial(dict(zip(names, points[index], strict=True))), spec, model)  # type: ignore[arg-type]
+        params = suggest_params(UnitTrial(dict(zip(names, points[index], strict=True))), spec, model)  # type: ignore[arg-type]
         designs.append(Design(f"sobol {index}", params, _config(spec, model, params)))
     return designs
 

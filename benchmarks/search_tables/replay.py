@@ -100,6 +100,23 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         )
         earlier_hours = source.run().busy / 3600
         earlier = source.studies
+    transfer_from: dict[str, dict[str, Any]] = {}
+    for other in table.curves if STRATEGIES[strategy].transfer else ():
+        if other == name:
+            continue
+        done = Replay(
+            table,
+            other,
+            "default",
+            seed + 1,
+            workers,
+            trials,
+            snappers=_snappers(other, {}) if cache else None,
+            run_seeds=judged_seeds(table),
+            pace_noise=pace,
+        )
+        earlier_hours += done.run().busy / 3600
+        transfer_from[other] = done.studies
     prior = judged_prior(_STATE["table"], name, trials) if STRATEGIES[strategy].allocate == "curves" else None
     sweep = Replay(
         table,
@@ -113,6 +130,7 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         prior,
         judged_seeds(table),
         pace,
+        transfer_from,
         **extra,
     )
     if cache:

@@ -47,6 +47,7 @@ from sweeper.run.launch import create_study, searcher_over
 from sweeper.run.search.curve_prior import CurvePrior
 from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.pruning import RaceStops, make_scheduler
+from sweeper.run.search.transfer import Source, enqueue_transferred, transferred_points
 from sweeper.run.search.warm_start import warm_start_study
 from sweeper.spec.rungs import rungs
 from sweeper.store.trial_record import PAPER_POINT_ATTR
@@ -119,6 +120,7 @@ class Replay:
         prior: CurvePrior | None = None,
         run_seeds: tuple[int, ...] | None = None,
         pace_noise: float = 0.0,
+        transfer_from: dict[str, dict[str, optuna.Study]] | None = None,
         **overrides: Any,
     ) -> None:
         for section, names in UNMODELLED.items():
@@ -155,6 +157,13 @@ class Replay:
         self.studies = {
             m: create_study(self.spec, storage, f"{task}-{m}", first.get(m, ())) for m in self.spec.models
         }
+        for model, study in self.studies.items() if self.strategy.transfer else ():
+            sources = [
+                Source(t, t, studies[model])
+                for t, studies in (transfer_from or {}).items()
+                if model in studies
+            ]
+            enqueue_transferred(study, transferred_points(self.spec, model, sources))
         if self.strategy.warm and earlier is not None:
             for model, study in self.studies.items():
                 self.trace.reused += warm_start_study(
@@ -169,7 +178,7 @@ class Replay:
                     seed=seed + offset, constant_liar=True, multivariate=False
                 )
             restrict(plan.study, self.snappers[plan.model], [seed, offset])
-        self.scheduler = make_scheduler(self.spec, self.searcher)
+        self.scheduler = make_scheduler(self.spec, self.searcher, table.tasks[task].baseline)
         self.allocation = self._allocation(prior)
         self.plans = {p.model: p for p in self.searcher.plans}
         self._events: list[tuple[float, int, str]] = []

@@ -24,6 +24,10 @@ class Strategy:
     allocate: str = "equal"  # the spec's (equal, race, curves), or the benchmark's own (top2, maxucb)
     late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
     drop_below: float | None = None  # the curves race's threshold, where not the spec's default
+    judge_points: bool = (
+        False  # a papers' point trailing its study at a rung stops (scheduler.judge_paper_points)
+    )
+    transfer: bool = False  # first the other tasks' best configurations, from their earlier sweeps
 
     @property
     def spec_allocate(self) -> str:
@@ -34,6 +38,8 @@ class Strategy:
 STRATEGIES = {  # in the order they run: the comparison that matters most first
     "random": Strategy("random", scheduler="none"),
     "default": Strategy("tpe", paper_points=True),
+    "points-judged": Strategy("tpe", paper_points=True, judge_points=True),
+    "transfer": Strategy("tpe", paper_points=True, transfer=True),
     "curves": Strategy("tpe", paper_points=True, allocate="curves"),
     "curves-0.01": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.01),
     "curves-0.1": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.1),
@@ -63,11 +69,13 @@ def sweep_spec(
             "name": "tpe" if strategy.sampler == "old" else strategy.sampler,
             "seed": seed,
             "paper_points": strategy.paper_points,
+            "transfer": strategy.transfer,
         },
         "scheduler": {
             "name": strategy.scheduler,
             "grace_period": settings.iterations // 3 if strategy.late_grace else settings.eval_every,
             "reduction_factor": 3,
+            "judge_paper_points": strategy.judge_points,
         },
         "budget": {
             "trials": trials,

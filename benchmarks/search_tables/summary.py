@@ -109,6 +109,8 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                 row["drops"] = racing.judged_drops(mine, truth, level)
                 if STRATEGIES[strategy].warm:
                     row["warm_start_cost_hours"] = float(np.median([t["earlier_hours"] for t in mine]))
+                if STRATEGIES[strategy].transfer:  # the other tasks' earlier sweeps it learned from
+                    row["transfer_cost_hours"] = float(np.median([t["earlier_hours"] for t in mine]))
                 if strategy != "default" and "default" in lines:
                     interval = racing.paired_difference(lines[strategy], lines["default"], truth, rng)
                     row["versus_default"] = {

@@ -70,7 +70,7 @@ from benchmarks.search_tables.strategies import sweep_spec as benchmark_spec
 from benchmarks.search_tables.table import MODELS, TASK_NAMES, Settings
 from benchmarks.search_tables.trained_summary import Report, Sweep, finite, print_summary, summarise
 from sweeper.papers.points import first_points
-from sweeper.run.launch import create_sweep, study_searcher
+from sweeper.run.launch import create_sweep, study_searcher, task_baseline
 from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.warm_start import warm_start
 from sweeper.spec.sweep import SweepSpec
@@ -115,7 +115,7 @@ def run_sweep(
             plan.study.sampler = optuna.samplers.TPESampler(
                 seed=seed + offset, constant_liar=True, multivariate=False
             )
-    scheduler = make_scheduler(spec, searcher)
+    scheduler = make_scheduler(spec, searcher, task_baseline(spec))
     np.random.seed(seed)  # ASHA draws its bracket from numpy's global generator
     metric = spec.resolved_objective().metric
     trained = {model: 0 for model in MODELS}

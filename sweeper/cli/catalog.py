@@ -8,7 +8,15 @@ from typing import Any
 import click
 import yaml
 
-from sweeper.cli.common import BadInput, Failed, json_option, print_tables, tracking_option, wide_option
+from sweeper.cli.common import (
+    BadInput,
+    Failed,
+    json_option,
+    print_tables,
+    tracking_option,
+    wide_option,
+    writable_folder,
+)
 
 
 @click.group()
@@ -26,6 +34,7 @@ def fetch(task: str, data_dir: Path) -> None:
     from trainables.data import DataError
     from trainables.data import fetch as fetch_data
 
+    writable_folder(data_dir, "--data-dir")
     try:
         path = fetch_data(task, data_dir)
     except DataError as exc:

@@ -8,6 +8,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -195,6 +196,18 @@ def where_to_run(
     from sweeper.run.launch import Where
 
     return Where(storage_url, tracking_uri, address, results, verbose)
+
+
+def writable_folder(path: Path, option: str = "--out") -> Path:
+    """`path` made (with its parents) and writable, checked before anything is written into it;
+    else a one-line error naming it (exit 2)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"{option} {path}: cannot make this folder ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise BadInput(f"{option} {path}: this user cannot write into this folder")
+    return path
 
 
 def refused(exc: Exception) -> BadInput:

@@ -3,6 +3,7 @@ import neither Ray nor torch."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from sweeper.cli.common import (
     print_verdict,
     storage_option,
     wide_option,
+    writable_folder,
 )
 from sweeper.spec.loading import stored_spec
 
@@ -102,7 +104,8 @@ def export(sweep: str | None, storage: str | None, out: Path, fmt: str) -> None:
     from sweeper.results.export import export_sweep
 
     store = open_store(storage, sweep)
-    for path in export_sweep(store, find_sweep(store, sweep), out, fmt):
+    record = find_sweep(store, sweep)
+    for path in export_sweep(store, record, writable_folder(out), fmt):
         click.echo(str(path))
 
 
@@ -163,6 +166,7 @@ def report(
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
+    out = writable_folder(out or DEFAULT_HOME / "reports" / record.name)
     if stored_spec(record).reproduces is not None:
         report = _reproduction_report(store, record)
         no_figures = True  # a reproduction's runs are not an Optuna study's trials
@@ -186,8 +190,6 @@ def report(
         print_tables(cells_table(report.title, columns, [[r[i] for i in kept] for r in report.cells]), wide)
     else:
         click.echo(rendered[fmt])
-    out = out or DEFAULT_HOME / "reports" / record.name
-    out.mkdir(parents=True, exist_ok=True)
     files = []
     for name, suffix in (("markdown", "md"), ("json", "json"), ("csv", "csv")):
         path = out / f"report.{suffix}"
@@ -235,6 +237,10 @@ def _comparison_report(store: Store, record: SweepRecord) -> _Report:
     rows = compare(store, record)
     odds = sweep_odds(store, record)
     said = answer_notes(record, study_summaries(store, record), odds)
+    flags = {row.flag for row in rows}
+    if len(flags) == 1 and rows[0].flag:  # said once, not on every row
+        said = [*said, f"every row: {rows[0].flag}"]
+        rows = [dataclasses.replace(row, mismatches=[]) for row in rows]
     markdown = to_markdown(rows, title) + "".join(f"\n{line}\n" for line in said)
     rendered = {"markdown": markdown, "json": to_json(rows), "csv": to_csv(rows)}
     best = 0 if rows and rows[0].ours is not None else None
@@ -284,6 +290,7 @@ def best(sweep: str | None, storage: str | None, model: str | None, out: Path) -
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
+    writable_folder(out)
     summaries = [s for s in study_summaries(store, record) if model is None or s.model == model]
     if not summaries:
         known = ", ".join(s.model for s in study_summaries(store, record))
@@ -292,7 +299,6 @@ def best(sweep: str | None, storage: str | None, model: str | None, out: Path) -
     if tracker is None or not record.mlflow_experiment_id:
         raise Failed(f"sweep {record.name} has no MLflow experiment to keep weights in")
     studies = [(s.model, s.study, s.best_trial) for s in summaries]
-    out.mkdir(parents=True, exist_ok=True)
     uri = resolve_tracking_uri(record.tracking_uri)
     fetched = fetch_best(tracker.client, uri, record.mlflow_experiment_id, studies, out)
     for item in fetched:

@@ -282,7 +282,14 @@ def sweep_status(
 
 
 def schemas_markdown() -> str:
-    """docs/json.md: each command's JSON Schema."""
+    """docs/json.md: each command's JSON Schema once (commands that share one, under one heading),
+    and the definitions they share once, at the end, referenced from them."""
+    from pydantic.json_schema import models_json_schema
+
+    schemas = list(dict.fromkeys(SCHEMAS.values()))
+    _, shared = models_json_schema(
+        [(schema, "validation") for schema in schemas], ref_template="#/$defs/{model}"
+    )
     lines = [
         "# `--json` output",
         "",
@@ -291,19 +298,26 @@ def schemas_markdown() -> str:
         "names its `kind` (the command) and its schema's `version` (status and summarize "
         f"{TIE_AND_PRICE_VERSION}, report {REPORT_TIE_VERSION}, the others {VERSION}); a new field",
         "comes with a new version, each schema says which version added what, and none is renamed.",
+        "A schema's `$ref` names a definition under [Shared definitions](#shared-definitions).",
         "",
     ]
-    for command, schema in SCHEMAS.items():
+    definitions = dict(shared["$defs"])
+    for schema in schemas:
+        commands = [command for command, of in SCHEMAS.items() if of is schema]
+        top = definitions.pop(schema.__name__)
         lines += [
-            f"## sweeper {command} --json",
+            "## " + ", ".join(f"sweeper {command} --json" for command in commands),
             "",
             (schema.__doc__ or "").strip().replace("\n    ", "\n"),
             "",
             "```json",
-            json.dumps(schema.model_json_schema(), indent=1),
+            json.dumps(top, indent=1),
             "```",
             "",
         ]
+    lines += ["## Shared definitions", ""]
+    for name, definition in sorted(definitions.items()):
+        lines += [f"### {name}", "", "```json", json.dumps(definition, indent=1), "```", ""]
     return "\n".join(lines)
 
 

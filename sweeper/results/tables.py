@@ -21,6 +21,12 @@ def whole_names(table: Table, header: str, names: list[str]) -> None:
     table.add_column(header, no_wrap=True, min_width=max([len(header), *map(len, names)]))
 
 
+def column(table: Table, header: str, **options: Any) -> None:
+    """A column no narrower than its header's longest word: a header wraps between its words,
+    never inside one ("comple / te" at 80 columns)."""
+    table.add_column(header, min_width=max(len(word) for word in header.split()), **options)
+
+
 def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> Table:
     """Per study, best first with the winner marked: trials by state against the budget, training
     spent, and the best so far; `wide` adds the training steps and the best parameters."""
@@ -29,20 +35,26 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
     time_part = f", {record.elapsed_s:.0f}s" + (f" of {budget.time:.0f}s" if budget.time else "")
     objective = spec.resolved_objective()
     missing = missing_models(summaries)
-    table = Table(
-        title=f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} "
-        f"{objective.metric}" + (f"; no complete trial: {', '.join(missing)}" if missing else ""),
-        title_justify="left",
+    title = (
+        f"{record.name} ({record.status}) {spec.task.name}{time_part}; {objective.mode} {objective.metric}"
+        + (f"; no complete trial: {', '.join(missing)}" if missing else "")
     )
-    columns = ["model", "best", "complete", "pruned", "failed", "running", "budget", "train time"]
+    table = Table(
+        title=title,
+        title_justify="left",
+        min_width=len(title),
+        caption=STATUS_LEGEND,
+        caption_justify="left",
+    )
+    columns = ["model", "best", "done", "pruned", "failed", "live", "budget", "time"]  # `STATUS_LEGEND`
     gpu = {s.model: spec.resources.for_model(s.model)["gpu"] for s in summaries}
     if any(gpu.values()):
         columns.append("GPU")
     whole_names(table, "model", [s.model + WINNER for s in summaries])
     bests = ["" if s.best_value is None else f"{s.best_value:.5g}" for s in summaries]
     table.add_column("best", justify="right", no_wrap=True, min_width=max(map(len, ["best", *bests])))
-    for column in columns[2:] + (["steps", "best parameters"] if wide else []):
-        table.add_column(column, justify="left" if column == "best parameters" else "right", overflow="fold")
+    for header in columns[2:] + (["steps", "best parameters"] if wide else []):
+        column(table, header, justify="left" if header == "best parameters" else "right", overflow="fold")
     for index, s in enumerate(sorted_best_first(summaries, objective.mode)):
         cells = [
             s.model + (WINNER if index == 0 and s.best_value is not None else ""),
@@ -65,6 +77,9 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
     return table
 
 
+STATUS_LEGEND = "done: complete trials; live: running now; time: the training they spent"
+
+
 def gpu_cell(share: float, ids: list[str]) -> str:
     """A model's GPU share, how many of its trials fit one GPU, and the GPUs its trials ran on."""
     if not share:
@@ -84,8 +99,8 @@ def summary_tables(record: SweepRecord, summaries: list[StudySummary], wide: boo
         )
         ranked = sorted_best_first([s for s in summaries if s.task == task], objective.mode)
         whole_names(table, "model", [s.model + WINNER for s in ranked])
-        for column in ("best", "parameters", "trials", "hyperparameters"):
-            table.add_column(column, justify="right" if column != "hyperparameters" else "left")
+        for header in ("best", "parameters", "trials", "hyperparameters"):
+            column(table, header, justify="right" if header != "hyperparameters" else "left")
         for index, s in enumerate(ranked):
             table.add_row(
                 s.model + (WINNER if index == 0 and s.best_value is not None else ""),
@@ -115,22 +130,27 @@ def format_mean_std(mean: float | None, std: float | None) -> str:
 
 
 def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Table:
-    metric = stored_spec(record).resolved_objective().metric
-    table = Table(title=f"{record.name}: confirmation over fresh seeds", title_justify="left")
-    table.add_column("task")
-    whole_names(table, "model", [r.model for r in results])
-    for column in ("runs", f"best {metric}", test_metric(metric), "failed", "trial", "parameters"):
-        table.add_column(column)
-    for result in results:
+    """The confirmed configurations, best mean first with the leader marked: runs (and failures),
+    mean ± sd of each run's best and of its test value, and the trial it retrains with its
+    parameters."""
+    spec = stored_spec(record)
+    objective = spec.resolved_objective()
+    metric = objective.metric
+    title = f"{record.name}: {spec.task.name}, confirmation over fresh seeds"
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    sign = 1.0 if objective.mode == "min" else -1.0
+    ranked = sorted(results, key=lambda r: (r.objective[0] is None, sign * (r.objective[0] or 0.0)))
+    whole_names(table, "model", [r.model + WINNER for r in ranked])
+    for header in ("runs", metric, test_metric(metric)):
+        column(table, header, no_wrap=True)
+    column(table, "trial and parameters", overflow="fold")
+    for index, result in enumerate(ranked):
         table.add_row(
-            result.task,
-            result.model,
-            str(len(result.objectives)),
+            result.model + (WINNER if index == 0 and result.objective[0] is not None else ""),
+            str(len(result.objectives)) + (f" ({result.failed} failed)" if result.failed else ""),
             format_mean_std(*result.objective),
             format_mean_std(*result.test),
-            str(result.failed),
-            str(result.source_trial),
-            format_params(result.params),
+            f"#{result.source_trial}: {format_params(result.params)}",
         )
     return table
 
@@ -138,8 +158,8 @@ def confirmation_table(record: SweepRecord, results: list[ConfirmedStudy]) -> Ta
 def cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) -> Table:
     table = Table(title=title, title_justify="left")
     whole_names(table, columns[0], [row[0] for row in cells])
-    for column in columns[1:]:
-        table.add_column(column)
+    for header in columns[1:]:
+        column(table, header, overflow="fold")
     for row in cells:
         table.add_row(*row)
     return table
@@ -147,8 +167,8 @@ def cells_table(title: str, columns: tuple[str, ...], cells: list[list[str]]) ->
 
 def sweeps_table(url: str, records: list[SweepRecord]) -> Table:
     table = Table(title=f"sweeps in {redact(url)}", title_justify="left")
-    for column in ("name", "status", "task", "studies", "created", "elapsed", "experiment"):
-        table.add_column(column)
+    for header in ("name", "status", "task", "studies", "created", "elapsed", "experiment"):
+        column(table, header)
     for record in records:
         table.add_row(
             record.name,
@@ -169,8 +189,8 @@ def model_table(entry: Any, count: str, input_size: int, hidden_size: int) -> Ta
         f"{input_size}, hidden {hidden_size}",
         title_justify="left",
     )
-    for column in ("hyperparameter", "type", "default", "allowed", "meaning"):
-        table.add_column(column)
+    for header in ("hyperparameter", "type", "default", "allowed", "meaning"):
+        column(table, header)
     for hp in entry.all_hyperparams.values():
         table.add_row(hp.name, hp.kind, str(hp.default), hp.describe_range(), hp.help)
     return table
@@ -179,8 +199,8 @@ def model_table(entry: Any, count: str, input_size: int, hidden_size: int) -> Ta
 def hyperparameter_table(title: str, hyperparams: Any) -> Table:
     """Settings every model shares (the training loop's)."""
     table = Table(title=title, title_justify="left")
-    for column in ("hyperparameter", "type", "default", "allowed", "meaning"):
-        table.add_column(column)
+    for header in ("hyperparameter", "type", "default", "allowed", "meaning"):
+        column(table, header)
     for hp in hyperparams:
         table.add_row(hp.name, hp.kind, str(hp.default), hp.describe_range(), hp.help)
     return table
@@ -194,8 +214,8 @@ def task_table(entry: Any) -> Table:
         f"(objective: {task_cls.mode} {task_cls.objective})",
         title_justify="left",
     )
-    for column in ("setting", "type", "default", "meaning"):
-        table.add_column(column)
+    for header in ("setting", "type", "default", "meaning"):
+        column(table, header)
     for name, fld in entry.settings.model_fields.items():
         annotation = getattr(fld.annotation, "__name__", str(fld.annotation))
         table.add_row(name, annotation, str(fld.default), fld.description or "")

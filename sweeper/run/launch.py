@@ -28,6 +28,7 @@ from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
+from sweeper.run.search.transfer import enqueue_transferred, sources_in_store, transferred_points
 from sweeper.run.tracking.answer import catch_up_mlflow, write_answer
 from sweeper.run.tracking.tracker import Tracker, open_tracker
 from sweeper.run.tune.progress import ProgressDisplay
@@ -189,6 +190,10 @@ def create_sweep(
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)
         study = create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
+        if spec.sampler.transfer:
+            enqueue_transferred(
+                study, transferred_points(spec, model, sources_in_store(store, spec, model, name))
+            )
         if priced is not None:
             mine = next(s for s in priced.studies if s.model == model)
             study.set_user_attr(PRICE_ATTR, {"worker_hours": list(mine.worker_hours), "source": mine.source})
@@ -332,7 +337,7 @@ def run_sweep(store: Store, record: SweepRecord, where: Where) -> RunEnd:
     status, message = drive(
         searcher,
         spec,
-        scheduler=make_scheduler(spec, searcher),
+        scheduler=make_scheduler(spec, searcher, task_baseline(spec)),
         name=record.name,
         runs_dir=results_dir(where.results, where.home),
         verbose=where.verbose,

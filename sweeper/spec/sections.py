@@ -26,6 +26,11 @@ class Sampler(Named):
     name: Literal["tpe", "gp", "random", "cmaes"] = "tpe"
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
     paper_points: bool = Field(True, description="start from the papers' published configurations")
+    transfer: bool = Field(
+        False,
+        description="start each study from the same model's best configuration on every other task "
+        "the study database holds a sweep of",
+    )
     startup_trials: int | None = Field(
         None, ge=0, le=1_000_000, description="random trials before TPE or GP; default budget / 3, 3 to 10"
     )
@@ -37,6 +42,11 @@ class Scheduler(Named):
     name: Literal["asha", "median", "hyperband", "none"] = "asha"
     grace_period: int | None = Field(None, ge=1, description="steps before a trial may be stopped")
     reduction_factor: float = Field(3.0, gt=1)
+    judge_paper_points: bool = Field(
+        False,
+        description="stop a papers' point that trails its study's trials at a rung, as ASHA stops a "
+        "later trial (ASHA goes on with a study's first trials, its papers' points, whatever they show)",
+    )
 
 
 class Budget(Strict):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -103,3 +103,60 @@ def study_budget(spec: SweepSpec, model: str) -> int:
     """Trials of one study: the spec's budget, or the grid's size when that is smaller."""
     grid = grid_of(spec.space(model))
     return spec.budget.trials if grid is None else min(spec.budget.trials, grid_size(grid))
+
+
+class UnitTrial:
+    """Answers a study's suggestions from positions within each range (`unit`: 0 to 1, through
+    the logarithm on a log scale, Optuna's rounding for integers; a choice, the option whose slice
+    of [0, 1) holds it), and a choice also by its value (`chosen`); a name given neither answers
+    the middle of its range. Remembers the names asked, in order: the space's coordinates, which
+    carry a configuration between spaces whose ranges differ (a table's design, a transfer)."""
+
+    def __init__(
+        self, unit: Mapping[str, float] | None = None, chosen: Mapping[str, Any] | None = None
+    ) -> None:
+        self.unit = dict(unit or {})
+        self.chosen = dict(chosen or {})
+        self.asked: list[str] = []
+
+    def _u(self, name: str) -> float:
+        self.asked.append(name)
+        return min(max(self.unit.get(name, 0.5), 0.0), 1.0 - 1e-12)
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
+        u = self._u(name)
+        if log:
+            return math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+        return low + u * (high - low)
+
+    def suggest_int(self, name: str, low: int, high: int, log: bool = False, step: int = 1) -> int:
+        u = self._u(name)
+        if log:
+            value = round(math.exp(math.log(low - 0.5) + u * (math.log(high + 0.5) - math.log(low - 0.5))))
+            return min(max(value, low), high)
+        return low + step * math.floor(u * ((high - low) // step + 1))
+
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
+        u = self._u(name)
+        if name in self.chosen and self.chosen[name] in choices:
+            return self.chosen[name]
+        return choices[math.floor(u * len(choices))]
+
+
+def unit_position(distribution: optuna.distributions.BaseDistribution, value: Any) -> float | None:
+    """Where `value` lies in `distribution`'s range, as `UnitTrial` reads it back (None for a
+    choice, which carries by its value)."""
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    if isinstance(distribution, FloatDistribution):
+        low, high, x = distribution.low, distribution.high, float(value)
+        if distribution.log:
+            low, high, x = math.log(low), math.log(high), math.log(x)
+        return 0.5 if high == low else (x - low) / (high - low)
+    if isinstance(distribution, IntDistribution):
+        low, high = distribution.low, distribution.high
+        if distribution.log:
+            return (math.log(value) - math.log(low - 0.5)) / (math.log(high + 0.5) - math.log(low - 0.5))
+        slots = (high - low) // distribution.step + 1
+        return ((value - low) // distribution.step + 0.5) / slots
+    return None

@@ -27,6 +27,9 @@ SHARE_ATTR = "budget_share"  # a study's, in a race: the trials it may run now
 PRICE_ATTR = "price"  # a study's, at launch: its predicted worker-hours and where the pace came from
 WARM_START_ATTR = "warm_start"  # a trial copied from an earlier sweep, e.g. "denoise-1 trial 7"
 PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts from, e.g. "ncgru Table 2, gru"
+TRANSFER_ATTR = (
+    "transferred_from"  # an earlier sweep's best on another task, e.g. "copying-1 trial 7 (copying)"
+)
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
 BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one
 WALL_TIME_METRIC = "wall_time"  # the trial's own seconds, from its start in the worker to its last report

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import optuna
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from sweeper.spec.rungs import first_report, max_iterations
+from sweeper.spec.rungs import first_report, max_iterations, rungs
 from sweeper.spec.sweep import SweepSpec
+from sweeper.store.trial_record import PAPER_POINT_ATTR
 
 
 class PerStudyScheduler(FIFOScheduler):
@@ -79,10 +81,8 @@ class OptunaPrunerScheduler(FIFOScheduler):
         return {}
 
 
-class RaceStops(FIFOScheduler):
-    """Tune's scheduler with the race's drops: a trial of a dropped family stops at its next
-    report (its worker goes to the families still in the race); every other decision is the
-    sweep's own scheduler's."""
+class Wrapped(FIFOScheduler):
+    """A scheduler that hands every event to `inner`, for a subclass to overrule one decision."""
 
     def __init__(self, inner: Any, searcher: Any) -> None:
         super().__init__()
@@ -99,9 +99,6 @@ class RaceStops(FIFOScheduler):
         self.inner.on_trial_error(tune_controller, trial)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
-        race = self.searcher.race
-        if race is not None and trial.config.get("model") in race.stopped:
-            return TrialScheduler.STOP
         return self.inner.on_trial_result(tune_controller, trial, result)
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
@@ -112,6 +109,67 @@ class RaceStops(FIFOScheduler):
 
     def debug_string(self) -> str:
         return self.inner.debug_string()
+
+
+class RaceStops(Wrapped):
+    """Tune's scheduler with the race's drops: a trial of a dropped family stops at its next
+    report (its worker goes to the families still in the race); every other decision is the
+    sweep's own scheduler's."""
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        race = self.searcher.race
+        if race is not None and trial.config.get("model") in race.stopped:
+            return TrialScheduler.STOP
+        return self.inner.on_trial_result(tune_controller, trial, result)
+
+
+class PaperPointStops(Wrapped):
+    """Tune's scheduler, with ASHA's judgement of a papers' point made when the trials to judge it
+    by have arrived. A study's first trials are its papers' points, and ASHA goes on with the
+    first trial at every rung, having nothing to compare it with: each point ran to the end
+    whatever it showed, at a full trial's price. Here a point stops at its next report once, at a
+    rung it has passed (not the last), it trails: it had not left the task's memoryless baseline
+    there while at least a 1/η share of its study's trials recorded there had, or, on a task
+    without one, it lies below the 1 - 1/η quantile of them (ASHA's own rule, η of them at least).
+    Every other decision is the wrapped scheduler's."""
+
+    def __init__(self, inner: Any, searcher: Any, spec: SweepSpec, baseline: float | None) -> None:
+        super().__init__(inner, searcher)
+        self.rungs = rungs(spec)[:-1]
+        self.eta = spec.scheduler.reduction_factor
+        self.baseline = baseline
+        objective = spec.resolved_objective()
+        self.watched, self.direction = objective.metric, objective.mode
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        decision = self.inner.on_trial_result(tune_controller, trial, result)
+        point = self.searcher.trial_of(trial.trial_id)
+        if decision == TrialScheduler.STOP or point is None or PAPER_POINT_ATTR not in point.user_attrs:
+            return decision
+        return TrialScheduler.STOP if self._trails(point) else decision
+
+    def _trails(self, point: optuna.Trial) -> bool:
+        """Whether the point trails its study's trials at a rung it has passed (on the loss scale,
+        lower better; its reports as the study holds them)."""
+        sign = 1.0 if self.direction == "min" else -1.0
+        trials = point.study.get_trials(deepcopy=False)
+        mine = next((t.intermediate_values for t in trials if t.number == point.number), {})
+        for rung in self.rungs:
+            if rung not in mine:
+                continue
+            own = min(sign * v for step, v in mine.items() if step <= rung)
+            others = [
+                sign * t.intermediate_values[rung]
+                for t in trials
+                if t.number != point.number and rung in t.intermediate_values
+            ]
+            if self.baseline is not None:
+                learned = sum(v < sign * self.baseline for v in others)
+                if own >= sign * self.baseline and learned and learned >= len(others) / self.eta:
+                    return True
+            elif len(others) >= self.eta and own > float(np.percentile(others, 100 / self.eta)):
+                return True
+        return False
 
 
 def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
@@ -128,10 +186,13 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
     return optuna.pruners.NopPruner()
 
 
-def make_scheduler(spec: SweepSpec, searcher: Any) -> Any:
-    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none; under
-    the curves race, a dropped family's trials stop too."""
+def make_scheduler(spec: SweepSpec, searcher: Any, baseline: float | None) -> Any:
+    """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none; with
+    `scheduler.judge_paper_points`, a papers' point that trails its study at a rung stops
+    (`PaperPointStops`); under the curves race, a dropped family's trials stop too."""
     inner = _study_scheduler(spec, searcher)
+    if spec.scheduler.judge_paper_points and spec.scheduler.name != "none":
+        inner = PaperPointStops(inner, searcher, spec, baseline)
     return RaceStops(inner, searcher) if spec.budget.allocate == "curves" else inner
 
 

@@ -40,6 +40,7 @@ from sweeper.store.trial_record import (
     MLFLOW_RUN_ATTR,
     PAPER_POINT_ATTR,
     SEED_ATTR,
+    TRANSFER_ATTR,
     counts_toward_budget,
     run_params,
     steps_trained,
@@ -49,9 +50,13 @@ from sweeper.store.trial_record import (
 log = logging.getLogger(__name__)
 
 
-def paper_tag(attrs: dict[str, Any]) -> dict[str, str]:
-    """The MLflow tag of a trial that starts from a paper's configuration."""
-    return {"sweeper.paper_point": attrs[PAPER_POINT_ATTR]} if PAPER_POINT_ATTR in attrs else {}
+def origin_tags(attrs: dict[str, Any]) -> dict[str, str]:
+    """The MLflow tags of a trial that starts from a paper's configuration or from an earlier
+    sweep's best on another task."""
+    tags = {"sweeper.paper_point": attrs[PAPER_POINT_ATTR]} if PAPER_POINT_ATTR in attrs else {}
+    if TRANSFER_ATTR in attrs:
+        tags["sweeper.transferred_from"] = attrs[TRANSFER_ATTR]
+    return tags
 
 
 @dataclass
@@ -150,7 +155,7 @@ class MultiStudySearcher(ResultRecorder):
                 plan.model,
                 trial.number,
                 run_params(config),
-                extra_tags=paper_tag(trial.user_attrs),
+                extra_tags=origin_tags(trial.user_attrs),
             )
         self._live[trial_id] = LiveTrial(plan, trial, self.new_progress(config, run))
         plan.running += 1

@@ -138,3 +138,68 @@ def test_commands_that_take_a_sweep_default_to_the_latest(storage: str, command:
     }[command]
     named = invoke(storage, command, "busy-1", *out)
     assert invoke(storage, command, *out) == named
+
+
+ABLATIONS = {
+    "scornn": (0.56412,),
+    "goru_noupdate": (0.49877,),
+    "goru_noreset": (0.51235,),
+    "ncgru": (0.50812,),
+}
+HEADERS = {
+    "status": ("model", "best", "done", "pruned", "failed", "live", "budget", "time"),
+    "summarize": ("model", "best", "parameters", "trials", "hyperparameters"),
+    "list": ("name", "status", "task", "studies", "created", "elapsed", "experiment"),
+    "report": ("model", "published", "ours", "difference", "parameters", "compute"),
+}
+
+
+def header_words(text: str) -> set[str]:
+    """Every word of a rich table's header rows (between its top edge and the rule under them)."""
+    lines = text.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    rule = next(i for i, line in enumerate(lines) if line.startswith("┡"))
+    return {word for line in lines[top + 1 : rule] for cell in line.split("┃") for word in cell.split()}
+
+
+@pytest.mark.parametrize("command", list(HEADERS))
+def test_at_80_columns_every_header_keeps_its_words_whole(command: str, tmp_path: Path) -> None:
+    """The names and values of an ablation sweep leave each column little room: a header wraps
+    between its words or not at all, never inside one."""
+    url = sweep_of(tmp_path, "ablations", ABLATIONS)
+    out = ["--no-figures", "--out", str(tmp_path / "report")] if command == "report" else []
+    shown = invoke(url, command, *out)
+    assert max(len(line) for line in shown.splitlines()) <= 80, shown
+    words = {word for header in HEADERS[command] for word in header.split()}
+    assert words <= header_words(shown), shown
+
+
+def test_confirmations_are_listed_best_first_with_the_leader_marked_at_80_columns(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from sweeper.results.retrained import confirmed
+    from sweeper.results.tables import confirmation_table
+    from tests.helpers import add_confirmations
+
+    url = sweep_of(tmp_path, "ablations", ABLATIONS)
+    store = Store(url)
+    record = store.get_sweep("ablations-1")
+    runs = {
+        "scornn": {0: 0.56, 1: 0.57},
+        "ncgru": {0: 0.50, 1: 0.52},
+    }  # scornn registered first, ncgru better
+    for study in record.studies:
+        if study.model in runs:
+            add_confirmations(
+                store, study.id, runs[study.model], {"lr": 0.001, "momentum_of_a_long_named_setting": 0.5}
+            )
+    console = Console(width=80, record=True)
+    console.print(confirmation_table(record, confirmed(store, record)))
+    shown = console.export_text()
+    store.dispose()
+    rows = [
+        line for line in shown.splitlines() if line.startswith("│") and ("ncgru" in line or "scornn" in line)
+    ]
+    assert "ncgru ★" in rows[0] and "scornn" in rows[-1] and "★" not in rows[-1]
+    assert max(len(line) for line in shown.splitlines()) <= 80, shown
+    assert {"model", "runs", "valid_loss", "test_loss", "trial", "and", "parameters"} <= header_words(shown)

@@ -19,7 +19,7 @@ from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import trial_config
 from sweeper.store.database import ConfirmationRecord, Store
 from sweeper.store.trial_record import FINAL_METRICS_ATTR
-from tests.helpers import tiny_spec
+from tests.helpers import add_confirmations, tiny_spec
 from trainables.reference.published import references_for
 from trainables.train import TrialConfig, build, network_facts
 
@@ -99,19 +99,7 @@ def test_report_rows_quote_the_papers_and_subtract_them_from_ours(handmade):
 def test_confirmed_numbers_replace_the_best_trial(handmade):
     _, store, record = handmade
     gru = next(s for s in record.studies if s.model == "gru")
-    with store.session() as session:
-        for seed, objective in ((11, 0.07), (12, 0.09)):
-            session.add(
-                ConfirmationRecord(
-                    study_id=gru.id,
-                    source_trial=0,
-                    seed=seed,
-                    params_json=json.dumps({"hidden_size": 100, "lr": 0.01}),
-                    status="complete",
-                    objective=objective,
-                    metrics_json=json.dumps({"test_loss": objective + 0.01}),
-                )
-            )
+    add_confirmations(store, gru.id, {11: 0.07, 12: 0.09}, {"hidden_size": 100, "lr": 0.01})
     rows = [r for r in compare(store, record) if r.model == "gru" and r.metric == "min_loss"]
     assert rows and all(
         r.ours == pytest.approx(0.08) and r.ours_std == pytest.approx(0.0141421, rel=1e-4) for r in rows

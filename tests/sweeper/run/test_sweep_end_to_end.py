@@ -270,6 +270,33 @@ def test_readme_main_command_runs_the_smoke_sweep(tmp_path):
     status = run_cli(["status"], cwd)
     assert "denoise-1 (finished)" in status.stdout
     assert " ".join(status.stdout.split()).endswith(verdict)  # status ends with the launch's verdict
+    sample = readme.split("<!-- main-sample -->")[1].split("```text\n")[1].split("```")[0]
+    printed = {shape(line) for line in launch.splitlines()}
+    assert {shape(line) for line in steady_lines(sample)} <= printed, "README's sample is not what it prints"
+    assert any(line.startswith("winner: ") for line in launch.splitlines())
+
+
+MODELS_NAMED = "goru_noreset|goru_noupdate|scornn|ncgru|eurnn|lstm|goru|gru"
+
+
+def shape(line: str) -> str:
+    """A printed line with what moves from run to run made alike: numbers, model names, the widths
+    of a table's rules and padding."""
+    line = re.sub(r"\d+(\.\d+)?", "0", line)
+    line = re.sub(rf"\b({MODELS_NAMED})\b", "M", line)
+    line = re.sub(r"([━─])\1+", r"\1", line)
+    return " ".join(line.split())
+
+
+def steady_lines(sample: str) -> list[str]:
+    """The README sample's lines whose shape does not move with the values: not the answer's
+    sentences, whose wrapping does."""
+    return [
+        line
+        for line in sample.splitlines()
+        if not line.startswith(("winner:", "P("))
+        and not (line.startswith("  ") and not line.lstrip().startswith("sweeper"))
+    ]
 
 
 def test_each_study_keeps_its_best_trials_weights_and_a_run_continues_from_them(finished_sweep, tmp_path):

@@ -12,7 +12,7 @@ from sweeper.results.summaries import search_notes, study_summaries
 from sweeper.run.launch import create_sweep, study_searcher
 from sweeper.run.search.repair import requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text
-from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan, paper_tag
+from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan, origin_tags
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.space import suggest_params
 from sweeper.spec.sweep import trial_config
@@ -50,7 +50,7 @@ def test_the_papers_point_is_the_first_trial_and_is_marked(tmp_path: Path) -> No
     assert (first["hidden_size"], first["lr"]) == (12, 0.005)
     trial = study.get_trials()[0]
     assert trial.user_attrs[PAPER_POINT_ATTR] == POINT[0]
-    assert paper_tag(trial.user_attrs) == {"sweeper.paper_point": POINT[0]}
+    assert origin_tags(trial.user_attrs) == {"sweeper.paper_point": POINT[0]}
     searcher.on_trial_complete("a", {"step": 30, "valid_loss": 0.5})
     second = searcher.suggest("b")
     assert PAPER_POINT_ATTR not in study.get_trials()[1].user_attrs and second["seed"] != first["seed"]
