@@ -81,6 +81,57 @@ def test_no_module_imports_a_librarys_private_module() -> None:
     assert private == PRIVATE_ALLOWED
 
 
+# the library functions and classes replaced while something runs, each checked: the replay's
+# (fast_tpe's against Optuna's own arithmetic, uncopied's against the source it was copied from,
+# batched_gp's by its guard's own answer) and the service's two (Tune's actor reuse, said when it
+# cannot apply and re-checked on every Ray upgrade: tests/sweeper/run/tune/test_patches.py; the
+# interpreter's hook for an exception it cannot raise, Python's public one)
+PATCHED_ALLOWED = {
+    "sweeper/run/tune/patches.py: TuneController._maybe_reuse_cached_actor",
+    "sweeper/run/tune/runtime.py: sys.unraisablehook",
+    "benchmarks/search_tables/batched_gp.py: batched_lbfgsb._greenlet_imports",
+    "benchmarks/search_tables/fast_tpe.py: setattr(_truncnorm)",
+    "benchmarks/search_tables/uncopied.py: Study.tell",
+    "benchmarks/search_tables/uncopied.py: group_decomposed._GroupDecomposedSearchSpace.calculate",
+}
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` of an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def test_only_the_listed_library_functions_and_classes_are_patched() -> None:
+    """Every assignment to a name of an imported library (`Study.tell = ...`, `setattr(module,
+    ...)`), in the service, the trials and the benchmarks: private classes and functions replaced
+    at run time are listed, with what checks each, not only private modules imported."""
+    ours = ("sweeper", "trainables", "benchmarks", "tests")
+    patched = set()
+    for path in _sources("sweeper", "trainables", "benchmarks"):
+        library = {
+            alias.asname or alias.name.split(".")[0]
+            for node, module, _ in _imports(path)
+            if module.split(".")[0] not in ours
+            for alias in node.names
+        }
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                dotted = _dotted(target) if isinstance(target, ast.Attribute) else None
+                if dotted and dotted.split(".")[0] in library:
+                    patched.add(f"{path.relative_to(ROOT)}: {dotted}")
+            calls = (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+            )
+            if calls and isinstance(node.args[0], ast.Name) and node.args[0].id in library:
+                patched.add(f"{path.relative_to(ROOT)}: setattr({node.args[0].id})")
+    assert patched == PATCHED_ALLOWED
+
+
 def test_the_benchmarks_use_only_public_names_of_the_service_and_the_trials() -> None:
     """What the benchmarks import from `sweeper` and `trainables`, and what they read of the
     modules they import, never starts with an underscore: they measure what a user can call."""

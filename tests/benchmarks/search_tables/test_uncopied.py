@@ -33,6 +33,18 @@ def test_install_swaps_both_and_uninstall_restores_optunas(plain: None) -> None:
     assert group_decomposed._GroupDecomposedSearchSpace.calculate is uncopied.PLAIN["calculate"]
 
 
+def test_another_optunas_functions_are_refused_by_name_before_anything_is_replaced(
+    plain: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Optuna whose `Study.tell` is not the one the copy was written from: refused, naming it,
+    and Optuna left as it ships."""
+    monkeypatch.setitem(uncopied.REPLACED, "tell", "0" * 16)
+    with pytest.raises(RuntimeError, match="this Optuna's tell are not the ones"):
+        uncopied.install()
+    assert optuna.Study.tell is uncopied.PLAIN["tell"]
+    assert group_decomposed._GroupDecomposedSearchSpace.calculate is uncopied.PLAIN["calculate"]
+
+
 def test_tell_stores_the_trial_and_returns_it_as_stored(plain: None) -> None:
     uncopied.install()
     study = optuna.create_study()

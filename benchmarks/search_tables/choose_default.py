@@ -1,0 +1,132 @@
+"""The service's default search, chosen by a rule written down before the figures it reads.
+
+The rule, over the replays of every recorded table (`replay --out`, one JSON per table) and every
+(table, task, W) they hold:
+1. a candidate is behind random in a cell where the 95% interval of its 90%-right point, in B,
+   has its lower end above 1.0, or where it is never 90% right within the budget (no point, or no
+   lower end);
+2. among the candidates behind random in no cell, the default is the one with the lowest median
+   90%-right point over the cells (a cell where it is never right counts as infinite);
+3. where every candidate is behind random somewhere, the one behind in the fewest cells, then by
+   the same median; the result says so.
+Each task is judged by the replay with every choice made without it (the curves race's prior and
+the verdict's fallback noise learned on the other tasks; a transfer's earlier sweeps are the other
+tasks'), so the rule picks on figures no candidate was tuned on.
+
+    python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \\
+        benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \\
+        --out benchmarks/results/default-choice.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+CANDIDATES = ("default", "old", "points-judged", "transfer", "+points", "+tpe")
+
+
+def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, Any]]:
+    """The candidate's 90%-right point and its interval's lower end in every (table, task, W)."""
+    out = []
+    for table, replay in replays.items():
+        for task, judged in replay["tasks"].items():
+            for key, verdict in judged.items():
+                if not key.startswith("W=") or candidate not in verdict.get("strategies", {}):
+                    continue
+                row = verdict["strategies"][candidate]
+                interval = row.get("ratio_90_interval") or [None, None]
+                ratio = row.get("ratio_90")
+                out.append(
+                    {
+                        "table": table,
+                        "task": task,
+                        "W": key,
+                        "ratio_90": ratio,
+                        "lower": interval[0],
+                        "behind_random": ratio is None or interval[0] is None or interval[0] > 1.0,
+                    }
+                )
+    return out
+
+
+def judged(replays: dict[str, dict[str, Any]], candidates: tuple[str, ...]) -> dict[str, Any]:
+    """Every candidate's cells and standing, and the one the rule chooses."""
+    standings = {}
+    for candidate in candidates:
+        mine = cells(replays, candidate)
+        if not mine:
+            continue
+        ratios = [c["ratio_90"] if c["ratio_90"] is not None else math.inf for c in mine]
+        median = statistics.median(ratios)
+        standings[candidate] = {
+            "cells": mine,
+            "behind_random": sum(c["behind_random"] for c in mine),
+            "median_ratio_90": median
+            if math.isfinite(median)
+            else None,  # None: never right in half its cells or more
+        }
+    if not standings:
+        raise ValueError("no candidate was replayed in the tables given")
+
+    def standing(candidate: str) -> tuple[int, float]:
+        median = standings[candidate]["median_ratio_90"]
+        return standings[candidate]["behind_random"], math.inf if median is None else median
+
+    chosen = min(standings, key=standing)
+    return {
+        "chosen": chosen,
+        "behind_random_nowhere": standings[chosen]["behind_random"] == 0,
+        "candidates": standings,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("replays", nargs="+", type=Path, help="a replay's JSON per recorded table")
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    parser.add_argument("--out", type=Path, help="write the choice and every candidate's cells here")
+    args = parser.parse_args(argv)
+    missing = [str(path) for path in args.replays if not path.is_file()]
+    if missing:
+        print(f"error: no replay at {', '.join(missing)}", file=sys.stderr)
+        return 2
+    replays = {path.stem: json.loads(path.read_text()) for path in args.replays}
+    try:
+        result = judged(replays, tuple(args.candidates))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for candidate, standing in result["candidates"].items():
+        print(
+            f"{candidate:>14}: behind random in {standing['behind_random']} of {len(standing['cells'])} cells, "
+            + (
+                "never 90% right in half its cells or more"
+                if standing["median_ratio_90"] is None
+                else f"median 90%-right point {standing['median_ratio_90']:.2f}x B"
+            )
+        )
+    nowhere = (
+        "behind random nowhere"
+        if result["behind_random_nowhere"]
+        else "behind random somewhere: none is nowhere"
+    )
+    print(f"chosen: {result['chosen']} ({nowhere})")
+    if args.out is not None:
+        command = ["python", "-m", "benchmarks.search_tables.choose_default", *(argv or sys.argv[1:])]
+        args.out.write_text(
+            json.dumps({"command": shlex.join(command), **result}, indent=1, allow_nan=False) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
