@@ -1,7 +1,9 @@
 """Everything that can be registered: the built-in models and tasks, and the user's plugins.
 
-Importing a model or task module registers what it defines (`trainables.registry`); this is the
-one place that imports them all, so the registry itself imports none of them.
+The built-in models and tasks are declared by name (`trainables.models.declared`,
+`trainables.tasks.declared`), their code imported only when a trial builds one; a plugin module
+registers what it defines when imported. This is the one place that imports them all, so the
+registry itself imports none of them.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ def plugin_modules() -> tuple[str, ...]:
 
 
 def load_all(plugins: tuple[str, ...] = ()) -> None:
-    """Import the model and task packages, whose modules register themselves, and the plugins:
+    """Import the built-in declarations and the plugins, whose modules register themselves:
     those `SWEEPER_PLUGINS` names here and `plugins` (what it named in the driver, which a trial
     on another machine is handed, since that machine's environment may not have the variable)."""
-    import trainables.models
-    import trainables.tasks  # noqa: F401
+    import trainables.models.declared
+    import trainables.tasks.declared  # noqa: F401
 
     for module in (*plugin_modules(), *plugins):
         if module not in _loaded_plugins:

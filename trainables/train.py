@@ -288,6 +288,7 @@ def _train(
 ) -> dict[str, float]:
     hp = trial.training
     task, network, rnns = build(trial, device)
+    objective = TASKS.get(trial.task).objective
     check_kernels(rnns, device)
     if initial_weights is not None:
         load_weights(network, initial_weights)
@@ -348,8 +349,8 @@ def _train(
                 **kernel_facts(rnns),
                 "capture": training_step.capture,
             }
-            if not math.isfinite(metrics[task.objective]):
-                raise TrialDiverged(f"{task.objective} became {metrics[task.objective]} at step {step}")
+            if not math.isfinite(metrics[objective]):
+                raise TrialDiverged(f"{objective} became {metrics[objective]} at step {step}")
             metrics.update(restored)
             limit = hp["memory_limit_mb"]
             if limit and (held := resident_mb()) > limit:

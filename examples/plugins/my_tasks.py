@@ -31,7 +31,6 @@ class RunningMeanSettings(BaseModel):
     description="example plugin task: the running mean of U(0, 1) inputs at every step; MSE",
 )
 class RunningMean(Task):
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
     stream_attributes: ClassVar[tuple[str, ...]] = ("generator",)
     input_size = 1
     output_size = 1

@@ -349,13 +349,12 @@ def hyperparameters(declared: Any) -> list[Hyperparameter]:
 
 
 def task_output(entry: Any) -> Task:
-    task_cls = entry.task_class
     return Task(
         name=entry.name,
         defined_in=entry.defined_in,
         description=entry.description,
-        objective=task_cls.objective,
-        mode=task_cls.mode,
+        objective=entry.objective,
+        mode=entry.mode,
         settings=[
             Setting(
                 name=name,

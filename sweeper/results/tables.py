@@ -208,10 +208,9 @@ def hyperparameter_table(title: str, hyperparams: Any) -> Table:
 
 def task_table(entry: Any) -> Table:
     """A registered task: what it is, where it is defined, its objective and its settings."""
-    task_cls = entry.task_class
     table = Table(
         title=f"{entry.name} ({entry.defined_in}): {entry.description} "
-        f"(objective: {task_cls.mode} {task_cls.objective})",
+        f"(objective: {entry.mode} {entry.objective})",
         title_justify="left",
     )
     for header in ("setting", "type", "default", "meaning"):

@@ -68,7 +68,7 @@ def data_problems(spec: SweepSpec) -> list[str]:
     load_all()
     entry = TASKS.get(spec.task.name)
     try:
-        entry.task_class.check_data(entry.settings.model_validate(spec.task.settings))
+        entry.check_data(spec.task.settings)
     except DataError as exc:
         return [f"data: {exc}"]
     return []

@@ -170,14 +170,11 @@ class SweepSpec(Strict):
                 except ValueError as exc:
                     errors.append((("per_model", model, name), str(exc)))
 
-        task_class = task.task_class
         if self.objective is None:
-            object.__setattr__(
-                self, "objective", Objective(metric=task_class.objective, mode=task_class.mode)
-            )
-        elif self.objective.metric not in task_class.metrics:
+            object.__setattr__(self, "objective", Objective(metric=task.objective, mode=task.mode))
+        elif self.objective.metric not in task.metrics:
             errors.append(
-                (("objective", "metric"), f"task {self.task.name!r} reports: {', '.join(task_class.metrics)}")
+                (("objective", "metric"), f"task {self.task.name!r} reports: {', '.join(task.metrics)}")
             )
         if not errors:  # the combinations below read each model's validated space
             for model in self.models:
@@ -296,8 +293,8 @@ class SweepSpec(Strict):
         if self.objective is not None:
             return self.objective
         load_all()
-        task_cls = TASKS.get(self.task.name).task_class
-        return Objective(metric=task_cls.objective, mode=task_cls.mode)
+        task = TASKS.get(self.task.name)
+        return Objective(metric=task.objective, mode=task.mode)
 
     def canonical(self) -> dict[str, Any]:
         """The resolved spec as plain data (profiles dropped: they are already applied)."""

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 import psutil
 import torch
@@ -86,7 +86,6 @@ class FixedWork(Task):
     it needs, however fast the others trained.
     """
 
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
     input_size = 1
     output_size = 1
 

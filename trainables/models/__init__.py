@@ -1,3 +1,1 @@
-"""Recurrent models; importing this package registers every model."""
-
-from trainables.models import eurnn, goru, ncgru, rnn, scornn  # noqa: F401
+"""Recurrent models; `trainables.models.declared` declares them without importing their code."""

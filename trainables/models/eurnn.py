@@ -6,20 +6,13 @@ import torch
 from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.hyperparams import CAPACITY, KERNEL, KERNEL_PRECISION, LAYOUT, MODRELU_EPS
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
+from trainables.models.modrelu import ModReLU, modrelu_scan
 from trainables.models.orthogonal import GivensRotations, resolve_layout
-from trainables.models.orthogonal_settings import CAPACITY, GIVENS_HYPERPARAMS, LAYOUT
-from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
-from trainables.registry import register_model
+from trainables.models.scans.choice import fused_scans
 
 
-@register_model(
-    "eurnn",
-    hyperparams=(*GIVENS_HYPERPARAMS, MODRELU_EPS, *KERNEL_SETTINGS),
-    orthogonal=True,
-    description="EURNN (orthogonal): modReLU(U h + W x), U a product of Givens rotations",
-)
 class EURNN(OrthogonalModel):
     """U is a product of Givens rotation layers, built once per forward pass."""
 

@@ -14,26 +14,18 @@ import torch
 from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.hyperparams import CAPACITY, KERNEL, KERNEL_PRECISION, LAYOUT, MODRELU_EPS
 from trainables.models.initialization import glorot_uniform_bound, uniform_
-from trainables.models.modrelu import MODRELU_EPS, ModReLU
+from trainables.models.modrelu import ModReLU
 from trainables.models.orthogonal import GivensRotations, resolve_layout
-from trainables.models.orthogonal_settings import CAPACITY, GIVENS_HYPERPARAMS, LAYOUT
 from trainables.models.scans import loop
-from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
-from trainables.registry import register_model
+from trainables.models.scans.choice import fused_scans
 
 WEIGHT_INIT = 0.01
 RESET_BIAS_INIT = 2.0
 MODRELU_BIAS_INIT = 0.01
-HYPERPARAMS = (*GIVENS_HYPERPARAMS, MODRELU_EPS, *KERNEL_SETTINGS)
 
 
-@register_model(
-    "goru",
-    hyperparams=HYPERPARAMS,
-    orthogonal=True,
-    description="GORU: gated orthogonal recurrent unit, Givens U, modReLU",
-)
 class GORU(OrthogonalModel):
     """Gated orthogonal recurrent unit. The ablations set `reset = False` (r ≡ 1) or
     `update = False` (z ≡ 0); an ablated gate has no weights at all, so parameter counts are
@@ -85,23 +77,9 @@ class GORU(OrthogonalModel):
         return loop.reset_after_scan(projected, h0, recurrent, bias, eps, self.reset, update)  # eqs. 14–16
 
 
-@register_model(
-    "goru_noreset",
-    hyperparams=HYPERPARAMS,
-    orthogonal=True,
-    description="GORU without its reset gate (r ≡ 1), a GORU paper ablation",
-    ablation_of="goru",
-)
 class GORUNoReset(GORU):
     reset = False
 
 
-@register_model(
-    "goru_noupdate",
-    hyperparams=HYPERPARAMS,
-    orthogonal=True,
-    description="GORU without its update gate (z ≡ 0), a GORU paper ablation",
-    ablation_of="goru",
-)
 class GORUNoUpdate(GORU):
     update = False

@@ -10,17 +10,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainables.hyperparams import Hyperparam
-
-MODRELU_EPS = Hyperparam(
-    "modrelu_eps",
-    "float",
-    0.0,
-    low=0.0,
-    high=1.0,
-    help="ε added to |z| in modReLU (GORU code 1e-3, EUNN 1e-2, scoRNN and NC-GRU 0)",
-)
-
 
 def modrelu_parts(
     z: torch.Tensor, bias: torch.Tensor, eps: float = 0.0

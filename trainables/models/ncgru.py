@@ -27,8 +27,18 @@ import math
 import torch
 from torch import nn
 
-from trainables.hyperparams import Hyperparam
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.hyperparams import (
+    KERNEL,
+    KERNEL_PRECISION,
+    MODRELU_EPS,
+    NCGRU_INIT,
+    NCGRU_ORTHOGONAL,
+    NCGRU_RESET,
+    NEUMANN_ORDER,
+    RESET_INTERVAL,
+    RHO,
+)
 from trainables.models.initialization import (
     REFERENCE_INPUT_BOUND,
     he_normal_,
@@ -36,44 +46,14 @@ from trainables.models.initialization import (
     sum_of_uniforms_,
     uniform_,
 )
-from trainables.models.modrelu import MODRELU_EPS, ModReLU
+from trainables.models.modrelu import ModReLU
 from trainables.models.orthogonal import ScaledCayley
-from trainables.models.orthogonal_settings import NEUMANN_ORDER, RESET_INTERVAL, RHO
 from trainables.models.scans import loop
-from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
-from trainables.registry import register_model
+from trainables.models.scans.choice import fused_scans
 
 GATES = ("c", "r", "u")  # column order of the input projection and the recurrent matrices
-ORTHOGONAL = Hyperparam(
-    "orthogonal",
-    "categorical",
-    "rc",
-    choices=("c", "rc", "ruc"),
-    help="which recurrent weights are scaled Cayley matrices: U_c, U_r and U_c, or all three",
-)
-RESET = Hyperparam(
-    "reset",
-    "categorical",
-    "before",
-    choices=("before", "after"),
-    help="reset gate before the candidate's product (eq. 19) or after it (the PTB code)",
-)
-INIT = Hyperparam(
-    "init",
-    "categorical",
-    "paper",
-    choices=("paper", "synthetic_code", "ptb_code"),
-    help="initial weights: paper (A as stated, the rest torch.nn.GRU's), the authors' "
-    "synthetic-task code or their PTB code",
-)
 
 
-@register_model(
-    "ncgru",
-    hyperparams=(ORTHOGONAL, RESET, RHO, NEUMANN_ORDER, RESET_INTERVAL, INIT, MODRELU_EPS, *KERNEL_SETTINGS),
-    orthogonal=True,
-    description="NC-GRU: GRU with scaled Cayley U_c (and U_r, U_u), inverse kept by a Neumann series",
-)
 class NCGRU(OrthogonalModel):
     """Each orthogonal weight is its own `ScaledCayley` (own A, D and maintained inverse), so one
     matrix's step never updates another's inverse, unlike the reference code."""
@@ -82,19 +62,19 @@ class NCGRU(OrthogonalModel):
         self,
         input_size: int,
         hidden_size: int,
-        orthogonal: str = ORTHOGONAL.default,
-        reset: str = RESET.default,
+        orthogonal: str = NCGRU_ORTHOGONAL.default,
+        reset: str = NCGRU_RESET.default,
         rho: int = RHO.default,
         neumann_order: int = NEUMANN_ORDER.default,
         reset_interval: int = RESET_INTERVAL.default,
-        init: str = INIT.default,
+        init: str = NCGRU_INIT.default,
         modrelu_eps: float = MODRELU_EPS.default,
         kernel: str = KERNEL.default,
         kernel_precision: str = KERNEL_PRECISION.default,
     ) -> None:
         super().__init__()
         self.kernel, self.kernel_precision = kernel, kernel_precision
-        for declared, value in ((INIT, init), (RESET, reset), (ORTHOGONAL, orthogonal)):
+        for declared, value in ((NCGRU_INIT, init), (NCGRU_RESET, reset), (NCGRU_ORTHOGONAL, orthogonal)):
             declared.validate(value)
         self.input_size = input_size
         self.hidden_size = hidden_size

@@ -19,8 +19,8 @@ from typing import Literal
 import torch
 from torch import nn
 
-from trainables.models.orthogonal_settings import NEUMANN_ORDER, RESET_INTERVAL
-from trainables.models.scans.choice import KERNEL, build_matrix
+from trainables.models.hyperparams import KERNEL, NEUMANN_ORDER, RESET_INTERVAL
+from trainables.models.scans.choice import build_matrix
 from trainables.models.scans.self_check import KernelRecord
 
 GivensLayout = Literal["fft", "tunable"]

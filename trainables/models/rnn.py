@@ -6,7 +6,6 @@ import torch
 from torch import nn
 
 from trainables.models.base import RecurrentModel, State
-from trainables.registry import register_model
 
 
 class FusedRNN(RecurrentModel):
@@ -22,13 +21,11 @@ class FusedRNN(RecurrentModel):
         return self.rnn(x, state)
 
 
-@register_model("lstm", description="LSTM (torch.nn.LSTM, fused)")
 class LSTM(FusedRNN):
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__(nn.LSTM, input_size, hidden_size)
 
 
-@register_model("gru", description="GRU (torch.nn.GRU, fused)")
 class GRU(FusedRNN):
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__(nn.GRU, input_size, hidden_size)

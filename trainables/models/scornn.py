@@ -10,20 +10,13 @@ import torch
 from torch import nn
 
 from trainables.models.base import OrthogonalModel, State
+from trainables.models.hyperparams import KERNEL, KERNEL_PRECISION, MODRELU_EPS, RHO
 from trainables.models.initialization import REFERENCE_INPUT_BOUND, uniform_
-from trainables.models.modrelu import MODRELU_EPS, ModReLU, modrelu_scan
+from trainables.models.modrelu import ModReLU, modrelu_scan
 from trainables.models.orthogonal import ScaledCayley
-from trainables.models.orthogonal_settings import RHO
-from trainables.models.scans.choice import KERNEL, KERNEL_PRECISION, KERNEL_SETTINGS, fused_scans
-from trainables.registry import register_model
+from trainables.models.scans.choice import fused_scans
 
 
-@register_model(
-    "scornn",
-    hyperparams=(RHO, MODRELU_EPS, *KERNEL_SETTINGS),
-    orthogonal=True,
-    description="scoRNN: modReLU(W x + U h), U = (I + A)^-1 (I − A) D, exact inverse",
-)
 class ScoRNN(OrthogonalModel):
     """One GEMM and one modReLU per step; U is built once per forward pass."""
 

@@ -20,18 +20,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
 from trainables.cache import content_key, file_stamps, load_or_build, process_cache
-from trainables.data import BABI_ROOT, DataDir, DataError, MissingDataError, check_directory, missing_message
+from trainables.data import BABI_ROOT, DataError, MissingDataError, check_directory, missing_message
 from trainables.models.base import RecurrentModel
-from trainables.registry import register_task
 from trainables.tasks.base import RNNFactory, Task
+from trainables.tasks.settings import BabiSettings
 
 PAD = "<pad>"
 ENCODING_VERSION = 1  # bump when parsing or encoding changes, so caches written before are not read
@@ -123,30 +122,6 @@ def babi_files(data_dir: Path, subset: str, tasks: list[int]) -> dict[tuple[int,
     if missing:
         raise MissingDataError(missing_message("babi", data_dir, missing))
     return found
-
-
-class BabiSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    data_dir: DataDir = Field(Path("data/babi"), description=f"directory holding {BABI_ROOT}/")
-    tasks: list[int] = Field([1], min_length=1, max_length=20, description="bAbI task numbers, 1-20")
-    subset: Literal["1k", "10k"] = Field(
-        "1k", description="1k (en) or 10k (en-10k) training examples per task"
-    )
-    valid_fraction: float = Field(0.1, gt=0.0, le=0.5, description="share of each training file held out")
-    embedding_size: int = Field(50, ge=1, le=65_536, description="word embedding size")
-    max_story_sentences: int | None = Field(
-        None, ge=1, le=10_000, description="keep only the last N statements of a story; none: all"
-    )
-    data_seed: int = Field(0, ge=0, description="seed of the validation split")
-
-    @field_validator("tasks")
-    @classmethod
-    def _task_numbers(cls, tasks: list[int]) -> list[int]:
-        bad = [t for t in tasks if not 1 <= t <= 20]
-        if bad or len(set(tasks)) != len(tasks):
-            raise ValueError(f"tasks must be distinct numbers from 1 to 20, got {tasks}")
-        return sorted(tasks)
 
 
 @dataclass
@@ -303,19 +278,10 @@ def encode_babi(
     return BabiData(tuple(vocabulary), tuple(answers), {name: encode(qs) for name, qs in raw.items()})
 
 
-@register_task(
-    "babi",
-    BabiSettings,
-    description="bAbI QA v1.2 tasks 1-20 (1k or 10k) with the three-RNN reader; accuracy per task and mean",
-)
 class Babi(Task):
     """Answer accuracy per task and its mean over the selected tasks."""
 
     stream_attributes: ClassVar[tuple[str, ...]] = ("_gen", "_order")
-
-    objective: ClassVar[str] = "valid_accuracy"
-    mode: ClassVar[Literal["min", "max"]] = "max"
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss", "valid_accuracy")
 
     @classmethod
     def check_data(cls, settings: BabiSettings) -> None:

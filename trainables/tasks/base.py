@@ -7,7 +7,7 @@ the loop in `trainables.train` is the same for every task and every model.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch import nn
@@ -30,13 +30,10 @@ class RNNFactory(Protocol):
 class Task(ABC):
     """One benchmark instance, built for a batch size, a seed and a device.
 
-    `objective` names the validation metric a sweep optimizes by default and `mode` its direction;
-    `metrics` lists what `evaluate` returns, so specs can be checked before any trial runs.
+    What it reports (its objective, mode and validation metrics) is declared with its name in
+    `trainables.tasks.declared`, so specs are checked before any trial runs or torch is imported.
     """
 
-    objective: ClassVar[str] = "valid_loss"
-    mode: ClassVar[Literal["min", "max"]] = "min"
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
     input_size: int
     output_size: int
     baseline: float | None = None
@@ -98,7 +95,7 @@ class Task(ABC):
     @abstractmethod
     def evaluate(self, network: nn.Module, split: str = "valid") -> dict[str, float]:
         """Metrics on a fixed split ("valid" or "test"), keyed `<split>_<metric>`; for "valid"
-        the keys are `metrics`."""
+        the keys are the declared `metrics`."""
 
 
 class SequenceNetwork(nn.Module):

@@ -23,7 +23,6 @@ from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
 from trainables.cache import content_key, file_stamps, load_or_build, process_cache
@@ -32,13 +31,12 @@ from trainables.data import (
     PTB_WORD_FILES,
     SPLITS,
     WIKITEXT2_FILES,
-    DataDir,
     DataError,
     require_files,
 )
 from trainables.models.base import RecurrentModel, State, detach_state
-from trainables.registry import register_task
 from trainables.tasks.base import RNNFactory, Task
+from trainables.tasks.settings import LanguageSettings
 
 EOS = "<eos>"
 UNK = "<unk>"
@@ -119,67 +117,6 @@ def batchify(ids: torch.Tensor, columns: int) -> torch.Tensor:
     return ids[: rows * columns].reshape(columns, rows).T.contiguous()
 
 
-class LanguageSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    data_dir: DataDir = Field(Path("data/ptb"), description="directory holding the three split files")
-    bptt: int = Field(50, ge=1, le=100_000, description="truncated-BPTT window (time steps per batch)")
-    eval_batch_size: int = Field(10, ge=1, le=65_536, description="columns of the validation/test text")
-    layers: int = Field(1, ge=1, le=8, description="stacked recurrent layers")
-    inner_hidden_size: int | None = Field(
-        None,
-        ge=1,
-        le=65_536,
-        description="hidden size of the layers between the first and last (the papers' 1000)",
-    )
-    embedding_size: int | None = Field(
-        None, ge=1, le=65_536, description="token embedding size; none: one-hot inputs"
-    )
-    embedding_dropout: float = Field(
-        0.0, ge=0.0, lt=1.0, description="drops whole token types from the input"
-    )
-    layer_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout between recurrent layers")
-    output_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout before the softmax read-out")
-
-    @model_validator(mode="after")
-    def _inner_layers(self) -> LanguageSettings:
-        if self.inner_hidden_size is not None and self.layers < 3:
-            raise ValueError(
-                "inner_hidden_size needs layers >= 3 (it sizes the layers between the first and last)"
-            )
-        return self
-
-
-class PtbCharSettings(LanguageSettings):
-    """GORU's setting (single layer, BPTT 50); NC-GRU used 3 layers, BPTT 100, dropout 0.15."""
-
-
-class PtbWordSettings(LanguageSettings):
-    """NC-GRU's setting: 3 layers, embedding dropout 0.4, 0.4 after each cell, output dropout 0.25."""
-
-    bptt: int = Field(70, ge=1, le=100_000, description="truncated-BPTT window (time steps per batch)")
-    layers: int = Field(3, ge=1, le=8, description="stacked recurrent layers")
-    embedding_size: int | None = Field(
-        400, ge=1, le=65_536, description="token embedding size; none: one-hot"
-    )
-    embedding_dropout: float = Field(
-        0.4, ge=0.0, lt=1.0, description="drops whole token types from the input"
-    )
-    layer_dropout: float = Field(0.4, ge=0.0, lt=1.0, description="dropout between recurrent layers")
-    output_dropout: float = Field(0.25, ge=0.0, lt=1.0, description="dropout before the softmax read-out")
-
-
-class WikiText2Settings(LanguageSettings):
-    """NC-GRU's shape (3 layers); the paper names no dropout for this data set."""
-
-    data_dir: DataDir = Field(Path("data/wikitext-2"), description="directory holding wiki.*.tokens")
-    bptt: int = Field(70, ge=1, le=100_000, description="truncated-BPTT window (time steps per batch)")
-    layers: int = Field(3, ge=1, le=8, description="stacked recurrent layers")
-    embedding_size: int | None = Field(
-        400, ge=1, le=65_536, description="token embedding size; none: one-hot"
-    )
-
-
 class LanguageModelNetwork(nn.Module):
     """Embedding (or one-hot), stacked recurrent models, softmax read-out; states in and out."""
 
@@ -225,7 +162,6 @@ class LanguageModel(Task):
     stream_attributes: ClassVar[tuple[str, ...]] = ("_position", "_state")
 
     task_name: ClassVar[str]
-    metrics: ClassVar[tuple[str, ...]]
     files: ClassVar[tuple[str, ...]]
 
     @classmethod
@@ -309,45 +245,24 @@ class LanguageModel(Task):
         return {f"{split}_loss": loss, f"{split}_{self.unit}": value}
 
 
-@register_task(
-    "ptb_char",
-    PtbCharSettings,
-    description="Penn Treebank characters (ptb.char.*.txt); bits per character, carried state",
-)
 class PtbChar(LanguageModel):
     task_name = "ptb_char"
-    objective = "valid_bpc"
-    metrics = ("valid_loss", "valid_bpc")
     files = PTB_CHAR_FILES
     characters = True
     unit = "bpc"
     usual_vocabulary = 50
 
 
-@register_task(
-    "ptb_word",
-    PtbWordSettings,
-    description="Penn Treebank words (ptb.*.txt); perplexity, carried state, NC-GRU dropouts",
-)
 class PtbWord(LanguageModel):
     task_name = "ptb_word"
-    objective = "valid_ppl"
-    metrics = ("valid_loss", "valid_ppl")
     files = PTB_WORD_FILES
     characters = False
     unit = "ppl"
     usual_vocabulary = 10_000
 
 
-@register_task(
-    "wikitext2",
-    WikiText2Settings,
-    description="WikiText-2 (wiki.*.tokens); perplexity, carried state",
-)
 class WikiText2(LanguageModel):
     task_name = "wikitext2"
-    objective = "valid_ppl"
-    metrics = ("valid_loss", "valid_ppl")
     files = WIKITEXT2_FILES
     characters = False
     unit = "ppl"

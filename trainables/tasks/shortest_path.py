@@ -13,16 +13,15 @@ networkx takes; the trial's seed only orders the training minibatches.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from trainables.cache import process_cache
-from trainables.registry import register_task
 from trainables.tasks.base import Task
+from trainables.tasks.settings import ShortestPathSettings
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -36,15 +35,6 @@ VOCABULARY = N_NODES + 4
 END = N_NODES  # output class that closes the answer, after the path's node ids
 MAX_PATH = N_MAIN  # the path lies in the 5-node graph
 IGNORE = -100
-
-
-class ShortestPathSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    train_size: int = Field(1000, ge=1, le=1_000_000, description="training examples (one fold)")
-    valid_size: int = Field(1000, ge=1, le=1_000_000, description="validation examples")
-    test_size: int = Field(1000, ge=1, le=1_000_000, description="test examples")
-    data_seed: int = Field(0, ge=0, description="the fold: seed of the training, validation and test sets")
 
 
 def sample_graph(rng: random.Random) -> tuple[nx.Graph, int, int, list[int]] | None:
@@ -95,20 +85,11 @@ def generate_fold(size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(inputs).T.contiguous(), torch.tensor(targets).T.contiguous()
 
 
-@register_task(
-    "shortest_path",
-    ShortestPathSettings,
-    description="algorithmic task (GGS-NN shortest path): read a serialized random graph, "
-    "emit the unique shortest path; whole-path accuracy",
-)
 class ShortestPath(Task):
     """Whole-path accuracy: an answer counts only when every node and the END are right."""
 
     stream_attributes: ClassVar[tuple[str, ...]] = ("_gen", "_order")
 
-    objective: ClassVar[str] = "valid_accuracy"
-    mode: ClassVar[Literal["min", "max"]] = "max"
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss", "valid_accuracy")
     input_size = VOCABULARY
     output_size = N_NODES + 1
 

@@ -30,14 +30,13 @@ from typing import ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
 from trainables.cache import content_key, file_stamps, load_or_build, process_cache
-from trainables.data import DataDir, DataError, MissingDataError, check_directory
-from trainables.registry import register_task
+from trainables.data import DataError, MissingDataError, check_directory
 from trainables.tasks.base import Task
+from trainables.tasks.settings import TimitSettings
 
 SAMPLE_RATE = 8000
 WINDOW = 256
@@ -106,18 +105,6 @@ def frame_count(samples: int) -> int:
 
 def wav_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.suffix.lower() == ".wav" and p.is_file())
-
-
-class TimitSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    data_dir: DataDir = Field(
-        Path("data/timit"), description="directory of .wav files (TIMIT layout or flat)"
-    )
-    train_size: int = Field(2400, ge=1, le=1_000_000, description="training utterances")
-    valid_size: int = Field(600, ge=1, le=1_000_000, description="validation utterances")
-    test_size: int = Field(1000, ge=1, le=1_000_000, description="test utterances")
-    data_seed: int = Field(0, ge=0, description="seed of the choice of utterances per split")
 
 
 def split_files(settings: TimitSettings) -> dict[str, list[Path]]:
@@ -236,17 +223,11 @@ def _features(splits: Splits, data_dir: Path, stamps: tuple[tuple[int, int], ...
     )
 
 
-@register_task(
-    "timit",
-    TimitSettings,
-    description="TIMIT speech spectra (local .wav only, licensed): predict the next STFT log-magnitude frame; MSE",
-)
 class Timit(Task):
     """Next-frame log-spectrum regression; reports the masked MSE."""
 
     stream_attributes: ClassVar[tuple[str, ...]] = ("_gen", "_order")
 
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
     input_size = BINS
     output_size = BINS
 

@@ -9,29 +9,25 @@ the same sequences.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from trainables.models.base import RecurrentModel
-from trainables.registry import register_task
 from trainables.tasks.base import Batch, SequenceNetwork, Task
+from trainables.tasks.settings import (
+    DenoiseSettings,
+    GeneratedSettings,
+    ParenthesisSettings,
+    SymbolSettings,
+)
 
 N_COPIED = 10  # both tasks recall ten data symbols
 
 
 SPLIT_SEED_OFFSETS = {"valid": 1_000_003, "test": 2_000_003}
-
-
-class GeneratedSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    valid_size: int = Field(1000, ge=1, le=100_000, description="validation sequences")
-    test_size: int = Field(1000, ge=1, le=100_000, description="test sequences")
-    data_seed: int = Field(0, ge=0, description="seed of the fixed validation and test sets")
 
 
 class GeneratedTask(Task):
@@ -40,8 +36,6 @@ class GeneratedTask(Task):
 
     stream_attributes: ClassVar[tuple[str, ...]] = ("_train_gen",)
     capturable: ClassVar[bool] = True
-
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss", "valid_accuracy")
 
     def __init__(self, settings: GeneratedSettings, batch_size: int, seed: int, device: torch.device) -> None:
         self.settings = settings
@@ -77,10 +71,6 @@ class GeneratedTask(Task):
         return {f"{split}_{k}": v for k, v in self.score(network, self.fixed_batches(split)).items()}
 
 
-class SymbolSettings(GeneratedSettings):
-    T: int = Field(200, ge=1, le=100_000, description="delay (copying) or noisy length (denoise)")
-
-
 class SymbolRecallTask(GeneratedTask):
     """Per-step classification over one-hot symbols.
 
@@ -89,12 +79,6 @@ class SymbolRecallTask(GeneratedTask):
     included, as the NC-GRU code and its accuracy tables do (a model stuck at the baseline reads
     about 1/8 on the first and (T + 10 + 10/8)/(T + 20) on the second).
     """
-
-    metrics: ClassVar[tuple[str, ...]] = (
-        "valid_loss",
-        "valid_accuracy_all_steps",
-        "valid_accuracy_answer_steps",
-    )
 
     def __init__(self, settings: SymbolSettings, batch_size: int, seed: int, device: torch.device) -> None:
         super().__init__(settings, batch_size, seed, device)
@@ -137,11 +121,6 @@ def _random_symbols(
     return torch.randint(1, n_symbols + 1, (N_COPIED, batch_size), generator=gen, device=device)
 
 
-@register_task(
-    "copying",
-    SymbolSettings,
-    description="copying memory: recall 10 symbols after a delay T; CE, baseline 10 ln 8/(T+20)",
-)
 class Copying(SymbolRecallTask):
     """Ten symbols from 8, T − 1 blanks, a marker, ten blanks; recall the ten after the marker.
 
@@ -167,19 +146,6 @@ class Copying(SymbolRecallTask):
         return inputs, targets
 
 
-class DenoiseSettings(SymbolSettings):
-    variant: Literal["clean", "paper"] = Field(
-        "clean",
-        description="clean: distinct positions, visible marker; paper: the publication code's "
-        "with-replacement positions and invisible marker",
-    )
-
-
-@register_task(
-    "denoise",
-    DenoiseSettings,
-    description="denoise: output 10 symbols scattered in T noise steps after a marker; CE, baseline 10 ln 9/(T+20)",
-)
 class Denoise(SymbolRecallTask):
     """Ten data symbols (1–9) at random places among the first T + 9 steps of noise, a marker at
     step T + 9, ten blanks; output blanks for T + 10 steps, then the ten symbols in order.
@@ -221,21 +187,6 @@ class Denoise(SymbolRecallTask):
         return inputs, targets
 
 
-class ParenthesisSettings(GeneratedSettings):
-    T: int = Field(200, ge=1, le=100_000, description="sequence length")
-    variant: Literal["goru", "isan"] = Field(
-        "goru",
-        description="goru: 10 types + 10 noise symbols, cap 10, cross entropy over 21 classes; "
-        "isan (the NC-GRU paper): '()[]{}' + 1 noise symbol, cap 5, squared error against one-hot counts",
-    )
-
-
-@register_task(
-    "parenthesis",
-    ParenthesisSettings,
-    description="parenthesis: count unmatched parentheses per type at every step; "
-    "variant goru (10 types, CE) or isan (3 types, MSE)",
-)
 class Parenthesis(GeneratedTask):
     """Count the unmatched parentheses of every type at every step, saturating at a cap.
 
@@ -300,10 +251,6 @@ class Parenthesis(GeneratedTask):
         return {"loss": total_loss / loss_terms, "accuracy": correct / count}
 
 
-class AddingSettings(GeneratedSettings):
-    T: int = Field(200, ge=2, le=100_000, description="sequence length")
-
-
 class LastStepNetwork(SequenceNetwork):
     """Recurrent model read out once, from its output at the last step."""
 
@@ -312,11 +259,6 @@ class LastStepNetwork(SequenceNetwork):
         return self.head(hidden[-1])
 
 
-@register_task(
-    "adding",
-    AddingSettings,
-    description="adding problem: sum the two marked values; MSE, baseline 0.167",
-)
 class Adding(GeneratedTask):
     """Sum the two marked values of a sequence of [u_t ~ U(0, 1), marker_t].
 
@@ -324,7 +266,6 @@ class Adding(GeneratedTask):
     from the last state. Always answering 1 scores the variance of the sum, 1/6 ≈ 0.167.
     """
 
-    metrics: ClassVar[tuple[str, ...]] = ("valid_loss",)
     input_size = 2
     output_size = 1
     baseline = 1 / 6

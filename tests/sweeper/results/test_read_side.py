@@ -64,6 +64,7 @@ READ_COMMANDS = {
     "summarize json": ["summarize", "read-1", "--format", "json", "--importance"],
     "export": ["export", "read-1", "--out", "exported"],
     "report": ["report", "read-1", "--format", "json"],
+    "tasks": ["tasks"],
 }
 
 

@@ -115,7 +115,9 @@ def test_metrics_in_the_papers_units(tmp_path: Path, corpora) -> None:
     word = make("ptb_word", tmp_path)
     result = word.evaluate(Recorder(word.output_size), split="test")
     assert result["test_ppl"] == pytest.approx(word.output_size, rel=1e-5)
-    assert (char.objective, word.objective) == ("valid_bpc", "valid_ppl")
+    assert (TASKS.get("ptb_char").objective, TASKS.get("ptb_word").objective) == ("valid_bpc", "valid_ppl")
+    assert set(char.evaluate(Recorder(char.output_size))) == set(TASKS.get("ptb_char").metrics)
+    assert set(word.evaluate(Recorder(word.output_size))) == set(TASKS.get("ptb_word").metrics)
 
 
 def test_wikitext_tokens(tmp_path: Path, corpora) -> None:

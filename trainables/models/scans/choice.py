@@ -27,31 +27,12 @@ from typing import Literal
 
 import torch
 
-from trainables.hyperparams import Hyperparam
 from trainables.models.scans import self_check
 from trainables.models.scans.self_check import Build, KernelRecord
 
 Kernel = Literal["fused", "loop"]
 SCAN_DTYPES = (torch.float32,)
 BUILD_DTYPES = (torch.float32, torch.float64)
-
-KERNEL = Hyperparam(
-    "kernel",
-    "categorical",
-    "auto",
-    choices=("auto", "fused", "loop"),
-    help="time loop and matrix builds: fused Triton kernels (CUDA; the loop's in float32), the plain "
-    "ones, or auto: fused where they can run",
-)
-KERNEL_PRECISION = Hyperparam(
-    "kernel_precision",
-    "categorical",
-    "ieee",
-    choices=("ieee", "tf32x3", "tf32"),
-    help="operands of the fused kernels' products: IEEE float32, three TF32 products "
-    "(about float32's accuracy) or one (about 1e-3, faster); the loop ignores it",
-)
-KERNEL_SETTINGS = (KERNEL, KERNEL_PRECISION)
 
 
 @cache
