@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.search_tables.table import MODELS
+from trainables.catalog import load_all
 from trainables.registry import TASKS
 
 
@@ -89,6 +90,7 @@ def matched(sweep: Sweep, winner: str, answer: float) -> float:
 
 
 def summarise(sweeps: list[Sweep], args: argparse.Namespace) -> dict[str, Any]:
+    load_all()  # the tasks' baselines, also where `--summarise` reads logs without training
     tasks: dict[str, Any] = {}
     for task in args.tasks:
         mine = [s for s in sweeps if s.task == task and s.seed < args.seeds and s.strategy in args.strategies]

@@ -22,6 +22,7 @@ from sweeper.results.tables import cells_table
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import ConfirmationRecord, Store, SweepRecord
 from sweeper.store.states import ConfirmationStatus
+from trainables.catalog import load_all
 from trainables.hyperparams import ORTHOGONAL_OPTIMIZER_HYPERPARAMS
 from trainables.reference.published import PublishedTable, Reference, published_table, row_label, table_rows
 from trainables.registry import MODELS
@@ -148,7 +149,8 @@ def notes(table: PublishedTable, profile: str | None = None) -> list[str]:
 def shares_one_rate(table: PublishedTable) -> bool:
     """Whether a row of an orthogonal model states no rate of its own for the orthogonal weights,
     so that it runs them at its `lr` (`table_runs.row_params`). Read from what the table states
-    alone: a report reads it without the tasks' registry."""
+    alone and the models' declarations: a report reads it without torch or any model's code."""
+    load_all()
     for ref in table_rows(table):
         if table.not_runnable is None and MODELS.get(ref.model).orthogonal:
             try:
