@@ -7,11 +7,15 @@ interpreter on CPU tensors; the variable must be set before any kernel module is
 The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in pyproject.toml; `-n 0`
 runs it in one process): each worker computes with one thread. Two, on CI's two cores, because the
 slow tests compute too (Ray's processes, the CLI's, training): a third worker makes each slower.
-Tests that start a local Ray run on either worker, since each starts a new Ray of its own
-(`address="local"`). A fixture wider than one test is built once per worker that uses it, so the
-tests that share one run on one worker (an `xdist_group` mark: the session's sweeps are grouped
-here, the modules' own fixtures where the module declares them; a test that asks for a
-shared fixture through `request.getfixturevalue` is marked where it does).
+Each worker starts one Ray head on first use (`ray_head`, `tests.ray_head`): the launches of
+tests whose subject is not Ray's own start, stop, loss or recovery join it with `--address`, as a
+user of a cluster does. Tests that need a node of their own (declared GPUs, plugins, a late
+worker), or test a local start, a killed driver or a lost node, start a local Ray, a new one of
+their own (`address="local"`), as does the README's path (`finished_sweep`). A fixture wider than
+one test is built once per worker that uses it, so the tests that share one run on one worker (an
+`xdist_group` mark: the session's sweeps are grouped here, the modules' own fixtures where the
+module declares them; a test that asks for a shared fixture through `request.getfixturevalue` is
+marked where it does); the head is not shared across workers, so its tests need no group.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from tests.helpers import (
     run_sweep_cli,
     throwaway_databases,
 )
+from tests.ray_head import RayHead, started_head
 
 # each launched once per session, and read by several tests
 SESSION_SWEEPS = ("finished_sweep", "postgres_sweep", "outage_sweep", "shared_launch", "failing_launch")
@@ -64,6 +69,14 @@ def kept_trial_costs(tmp_path_factory) -> None:
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("trial-costs"))
 
 
+@pytest.fixture(scope="session")
+def ray_head(kept_trial_costs: None) -> Iterator[RayHead]:
+    """This worker's Ray head, started at its first use with the session's kept trial costs in its
+    environment, and stopped by its process group when the session ends."""
+    with started_head() as head:
+        yield head
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for one test, dropped afterwards."""
@@ -78,18 +91,21 @@ def finished_sweep(tmp_path_factory) -> FinishedSweep:
 
 
 @pytest.fixture(scope="session")
-def postgres_sweep(tmp_path_factory) -> Iterator[FinishedSweep]:
+def postgres_sweep(tmp_path_factory, ray_head: RayHead) -> Iterator[FinishedSweep]:
     """The tiny sweep `e2e` on PostgreSQL, launched with its URL in SWEEPER_STORAGE (the documented
-    way) as a role whose URL carries a password: read by the end-to-end test and the secrets test."""
+    way) as a role whose URL carries a password, on the worker's Ray head: read by the end-to-end
+    test and the secrets test."""
     with throwaway_databases(1) as (url,), role_with_password(url) as with_password:
-        yield run_sweep_cli(tmp_path_factory.mktemp("postgres"), with_password, storage_by_environment=True)
+        cwd = tmp_path_factory.mktemp("postgres")
+        yield run_sweep_cli(cwd, with_password, storage_by_environment=True, head=ray_head)
 
 
 @pytest.fixture(scope="session")
-def outage_sweep(tmp_path_factory) -> FinishedSweep:
-    """A tiny sweep launched while its MLflow server is down, the server's URL (with a password) in
-    SWEEPER_TRACKING_URI: read by the secrets test and by the outage test, which syncs a copy."""
-    return run_outage_sweep(tmp_path_factory.mktemp("outage"))
+def outage_sweep(tmp_path_factory, ray_head: RayHead) -> FinishedSweep:
+    """A tiny sweep launched on the worker's Ray head while its MLflow server is down, the server's
+    URL (with a password) in SWEEPER_TRACKING_URI: read by the secrets test and by the outage test,
+    which syncs a copy."""
+    return run_outage_sweep(tmp_path_factory.mktemp("outage"), ray_head)
 
 
 @pytest.fixture(scope="session")

@@ -13,11 +13,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
 from sweeper.spec.preflight import DECLARED_GPUS_ENV
+
+if TYPE_CHECKING:
+    from tests.ray_head import RayHead
 
 PLUGINS_DIR = Path(__file__).parent / "plugins"
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -75,6 +79,7 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["COLUMNS"] = "200"
     env.pop("SWEEPER_STORAGE", None)
     env.pop("SWEEPER_TRACKING_URI", None)
+    env.pop("SWEEPER_RAY_ADDRESS", None)  # a launch joins a Ray only where its test says so
     env.update(extra or {})
     return env
 
@@ -112,17 +117,21 @@ class FinishedSweep:
     launch: subprocess.CompletedProcess
 
 
-def run_sweep_cli(cwd: Path, storage: str | None, storage_by_environment: bool = False) -> FinishedSweep:
+def run_sweep_cli(
+    cwd: Path, storage: str | None, storage_by_environment: bool = False, head: RayHead | None = None
+) -> FinishedSweep:
     """Launch the tiny 2-model x 4-trial sweep `e2e` through the CLI and return where it went; the
-    storage URL as `--storage`, or in SWEEPER_STORAGE (the documented way for one with a password)."""
+    storage URL as `--storage`, or in SWEEPER_STORAGE (the documented way for one with a password);
+    on a local Ray, or joining `head`."""
     storage = storage or f"sqlite:///{cwd / 'sweeps' / 'sweeper.db'}"
     tracking = f"sqlite:///{cwd / 'mlflow.db'}"
     config = write_spec(cwd, tiny_spec(name="e2e"))
-    args = ["launch", str(config), "--tracking-uri", tracking]
+    args = ["launch", str(config), "--tracking-uri", tracking, *(head.args if head else [])]
+    env = head.env if head else {}
     if storage_by_environment:
-        result = run_cli(args, cwd, cli_env({"SWEEPER_STORAGE": storage}))
+        result = run_cli(args, cwd, cli_env({**env, "SWEEPER_STORAGE": storage}))
     else:
-        result = run_cli([*args, "--storage", storage], cwd)
+        result = run_cli([*args, "--storage", storage], cwd, cli_env(env))
     assert result.returncode == 0, result.stdout + result.stderr
     return FinishedSweep(cwd, storage, tracking, "e2e-1", result)
 
@@ -244,13 +253,14 @@ def outage_environment(tracking_uri: str) -> dict[str, str]:
     )
 
 
-def run_outage_sweep(cwd: Path) -> FinishedSweep:
-    """Launch the tiny 2-model x 2-trial sweep `outage` in `cwd` while its MLflow server is down: a
-    closed loopback port, named with a password (SECRET). Its studies go to the default SQLite
-    store under `cwd`."""
+def run_outage_sweep(cwd: Path, head: RayHead) -> FinishedSweep:
+    """Launch the tiny 2-model x 2-trial sweep `outage` in `cwd`, joining `head`, while its MLflow
+    server is down: a closed loopback port, named with a password (SECRET). Its studies go to the
+    default SQLite store under `cwd`."""
     tracking = f"http://sweeper:{SECRET}@127.0.0.1:{free_port()}"
     config = write_spec(cwd, tiny_spec(name="outage", budget={"trials": 2, "max_concurrent": 1}))
-    result = run_cli(["launch", str(config)], cwd, outage_environment(tracking), timeout=300)
+    env = {**outage_environment(tracking), **head.env}
+    result = run_cli(["launch", str(config), *head.args], cwd, env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return FinishedSweep(cwd, f"sqlite:///{cwd / 'sweeps' / 'sweeper.db'}", tracking, "outage-1", result)
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from sweeper.run.jobs import Jobs
-from tests.deploy.ray_local import Processes, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, head_container, render_overlay
 from tests.helpers import free_port
+from tests.ray_head import Processes, head_options, http_ok, node_options
 
 # one worker starts the module's cluster and runs every test against it
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy_jobs")]
@@ -84,7 +84,7 @@ def cluster() -> Iterator[Cluster]:
         "RAY_JOB_STOP_WAIT_TIME_S": stop_wait,
     }
     dashboard = free_port()
-    argv = ["ray", "start", "--head", f"--port={free_port()}", "--num-cpus=1", "--include-dashboard=true"]
+    argv = ["ray", "start", *head_options(free_port()), "--num-cpus=1", "--include-dashboard=true"]
     argv += ["--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", *node_options(workdir / "ray")]
     processes = Processes(workdir)
     address = f"http://127.0.0.1:{dashboard}"

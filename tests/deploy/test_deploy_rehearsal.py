@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.ray_local import Processes, http_ok, node_options
 from tests.deploy.workloads import REPO, env_of, find, render_overlay
 from tests.helpers import free_port, throwaway_databases, write_spec
+from tests.ray_head import Processes, head_options, http_ok, node_options
 
 # one worker starts the module's services and runs every test against them
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.xdist_group("deploy_rehearsal")]
@@ -61,14 +61,15 @@ class Rehearsal:
 
 def start_ray(processes: Processes, env: dict[str, str], head_cpus: str, worker_cpus: int) -> str:
     """A head and one worker; returns the head's GCS address once both nodes have joined."""
-    address = f"127.0.0.1:{free_port()}"
+    port = free_port()
     temp_dir = processes.logdir / "ray"
-    head = ["ray", "start", "--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus", head_cpus]
+    head = ["ray", "start", *head_options(port), "--num-cpus", head_cpus]
     head_log = processes.start(
         "ray-head", [*head, "--include-dashboard", "false", *node_options(temp_dir)], env
     )
     # `ray start` prints this once the node is registered with the GCS (cheaper than polling Ray)
     processes.wait_for("the Ray head", lambda: "Ray runtime started" in head_log.read_text())
+    address = f"127.0.0.1:{port}"
     worker = ["ray", "start", f"--address={address}", "--num-cpus", str(worker_cpus)]
     worker_log = processes.start("ray-worker", [*worker, *node_options(temp_dir)], env)
     processes.wait_for("the Ray worker", lambda: "Ray runtime started" in worker_log.read_text())

@@ -1,5 +1,5 @@
 """`sweeper reproduce` end to end on a CPU: a smoke-sized NC-GRU Table 2 (T = 200) over two seeds
-through local Ray, SQLite and a local MLflow store, then its report and a resume."""
+on the test worker's Ray head, with SQLite and a local MLflow store, then its report and a resume."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from mlflow.tracking import MlflowClient
 
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import Store
-from tests.helpers import run_cli
+from tests.helpers import cli_env, run_cli
 
 pytestmark = pytest.mark.slow
 
 
-def test_smoke_reproduction_of_ncgru_table_2(tmp_path):
+def test_smoke_reproduction_of_ncgru_table_2(tmp_path, ray_head):
+    """Planned here, run on the worker's Ray head."""
     dry = run_cli(
         ["reproduce", "ncgru", "Table 2", "--only", "T=200", "--profile", "smoke", "--dry-run"], tmp_path
     )
@@ -25,7 +26,10 @@ def test_smoke_reproduction_of_ncgru_table_2(tmp_path):
     assert "preflight: ok" in dry.stdout
     assert not (tmp_path / "sweeps").exists()  # a dry run writes nothing
 
-    run = run_cli(["reproduce", "ncgru", "2", "--only", "T=200", "--profile", "smoke"], tmp_path)
+    joined = cli_env(ray_head.env)
+    run = run_cli(
+        ["reproduce", "ncgru", "2", "--only", "T=200", "--profile", "smoke", *ray_head.args], tmp_path, joined
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "sweep ncgru-table-2-T200-1: finished" in run.stdout
     assert "ncgru (orthogonal=c)" in run.stdout and "0.02258 ± 0.0027" in run.stdout
@@ -59,7 +63,7 @@ def test_smoke_reproduction_of_ncgru_table_2(tmp_path):
     runs = client.search_runs([experiment.experiment_id], "tags.`sweeper.role` = 'confirmation'")
     assert len(runs) == 12
 
-    again = run_cli(["resume", "ncgru-table-2-T200-1"], tmp_path)
+    again = run_cli(["resume", "ncgru-table-2-T200-1", *ray_head.args], tmp_path, joined)
     assert again.returncode == 0 and "nothing is left to run" in again.stdout
 
 

@@ -23,7 +23,7 @@ from sweeper.spec.loading import parse_spec
 from sweeper.store.database import ConfirmationRecord, Store, StudyRecord
 from sweeper.store.states import ConfirmationStatus, SweepStatus
 from sweeper.store.trial_record import trial_seed
-from tests.helpers import run_cli, tiny_spec
+from tests.helpers import cli_env, run_cli, tiny_spec
 
 
 def test_mean_std_uses_the_sample_deviation_and_claims_no_spread_from_one_run():
@@ -56,9 +56,11 @@ def rows(storage: str, sweep: str) -> dict[str, list[ConfirmationRecord]]:
 
 
 @pytest.mark.slow
-def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep):
-    args = ["confirm", finished_sweep.name, "--storage", finished_sweep.storage, "--every", "--seeds", "2"]
-    result = run_cli(args, finished_sweep.cwd)
+def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep, ray_head):
+    """Confirmations of the README's local sweep, run on the worker's Ray head."""
+    confirm = ["confirm", finished_sweep.name, "--storage", finished_sweep.storage, *ray_head.args]
+    args = [*confirm, "--every", "--seeds", "2"]
+    result = run_cli(args, finished_sweep.cwd, cli_env(ray_head.env))
     assert result.returncode == 0, result.stdout + result.stderr
     first = rows(finished_sweep.storage, finished_sweep.name)
     assert sorted(first) == ["gru", "lstm"]
@@ -88,7 +90,7 @@ def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep
             assert row.objective == pytest.approx(min(m.value for m in history))
         assert f"{statistics.fmean(objectives):.5g}" in result.stdout
 
-    again = run_cli([*args[:-1], "3"], finished_sweep.cwd)
+    again = run_cli([*args[:-1], "3"], finished_sweep.cwd, cli_env(ray_head.env))
     assert again.returncode == 0, again.stdout + again.stderr
     second = rows(finished_sweep.storage, finished_sweep.name)
     for model, model_rows in second.items():

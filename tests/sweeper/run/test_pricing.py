@@ -7,13 +7,14 @@ of each space; a cluster of another GPU kind said so."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 import sweeper.run.pricing as pricing
 from sweeper.run.pricing import (
     GPU_PACES,
-    calibrated,
     ends,
     measured_paces,
     other_gpu_kind,
@@ -22,10 +23,11 @@ from sweeper.run.pricing import (
     slots,
     sweep_price,
 )
-from sweeper.run.tune.workers import NICENESS_ENV
 from sweeper.spec.loading import parse_spec
+from sweeper.spec.price import Pace
 from sweeper.spec.trial_cost import CACHE_ENV
-from tests.helpers import GPU_RESOURCES, dump_spec, tiny_spec
+from tests.helpers import GPU_RESOURCES, cli_env, dump_spec, tiny_spec
+from tests.ray_head import HEAD_CPUS
 
 
 def test_trials_here_are_measured_here_and_a_clusters_gpus_read_the_recorded_figures() -> None:
@@ -56,15 +58,34 @@ def test_the_slots_are_the_cpus_over_a_trials_and_the_gpus_over_its_share() -> N
     assert slots(gpus, 16, 2) == 8 and slots(gpus, 3, 2) == 3
 
 
+# `calibrated` on the cluster at argv[1], for the spec on stdin: the paces and slots as JSON
+CALIBRATE = """
+import dataclasses, json, sys
+from sweeper.run.pricing import calibrated
+from sweeper.spec.loading import parse_spec
+from sweeper.spec.price import Pace
+paces, slots = calibrated(parse_spec(sys.stdin.read(), "s.yaml"), sys.argv[1])
+print(json.dumps({"paces": {m: dataclasses.asdict(p) for m, p in paces.items()}, "slots": slots}))
+"""
+
+
 @pytest.mark.slow
-def test_calibrating_times_each_model_on_a_worker_and_reads_the_clusters_size(monkeypatch) -> None:
-    spec = parse_spec(dump_spec(tiny_spec(resources={"cpus": 1})), "s.yaml")
-    # A local Ray stands for the cluster, its workers at the niceness sweeper's own local Ray gives
-    # them: at Ray's default of 15, beside busy processes (the other test worker's) the task's
-    # imports get a few percent of a core, and its seconds become minutes.
-    monkeypatch.setenv(NICENESS_ENV, "0")
-    paces, slots = calibrated(spec, "local")
-    assert set(paces) == {"lstm", "gru"} and slots >= 1
+def test_calibrating_times_each_model_on_a_worker_and_reads_the_clusters_size(ray_head) -> None:
+    """The worker's Ray head stands for the cluster. Its driver runs in a process of its own, which
+    holds the head's token, as a launch's does, and leaves this one without a Ray connection."""
+    spec = dump_spec(tiny_spec(resources={"cpus": 1}))
+    done = subprocess.run(
+        [sys.executable, "-c", CALIBRATE, ray_head.address],
+        input=spec,
+        env=cli_env(ray_head.env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    paces = {model: Pace(**pace) for model, pace in found["paces"].items()}
+    assert set(paces) == {"lstm", "gru"} and found["slots"] == HEAD_CPUS  # a trial takes one of its CPUs
     assert all(0 < p.low <= p.high and "on a worker of the cluster" in p.source for p in paces.values())
     assert all(p.start > 0 and p.evaluation > 0 for p in paces.values())  # priced as a trial here is
 

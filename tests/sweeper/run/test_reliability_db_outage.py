@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 
 from sweeper.store.database import Store
 from sweeper.store.trial_record import INTERRUPTED_ATTR
-from tests.helpers import POSTGRES_ADMIN_URL, run_cli, start_cli, tiny_spec, write_spec
+from tests.helpers import POSTGRES_ADMIN_URL, cli_env, run_cli, start_cli, tiny_spec, write_spec
 from tests.sweeper.run.test_sweep_end_to_end import studies
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -29,12 +29,16 @@ def set_connections(database: str, allowed: bool) -> None:
     admin.dispose()
 
 
-def test_database_lost_mid_sweep_interrupts(postgres_url, tmp_path):
+def test_database_lost_mid_sweep_interrupts(postgres_url, tmp_path, ray_head):
+    """On the worker's Ray head: the driver loses the database, not Ray."""
     database = sa.engine.make_url(postgres_url).database
     spec = tiny_spec(name="dbloss", scheduler="none", budget={"trials": 4, "max_concurrent": 1})
     spec["params"].update(iterations=120, eval_every=40)
     config = write_spec(tmp_path, spec)
-    process = start_cli(["launch", str(config), "--storage", postgres_url, "--no-price"], tmp_path)
+    env = cli_env(ray_head.env)
+    process = start_cli(
+        ["launch", str(config), "--storage", postgres_url, "--no-price", *ray_head.args], tmp_path, env
+    )
     finished: dict[tuple[str, int], float] = {}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -59,7 +63,7 @@ def test_database_lost_mid_sweep_interrupts(postgres_url, tmp_path):
     assert "the study database is unreachable" in output
     assert "Traceback" not in output
 
-    resumed = run_cli(["resume", "dbloss-1", "--storage", postgres_url], tmp_path)
+    resumed = run_cli(["resume", "dbloss-1", "--storage", postgres_url, *ray_head.args], tmp_path, env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = studies(postgres_url, "dbloss-1")
     for model, trials in final.items():

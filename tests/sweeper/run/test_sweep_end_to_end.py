@@ -1,4 +1,5 @@
-"""Real sweeps on tiny workloads: local Ray, a real study database, a real MLflow store, via the CLI."""
+"""Real sweeps on tiny workloads: on a local Ray or joining the worker's Ray head, a real study
+database, a real MLflow store, via the CLI."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from optuna.trial import TrialState
 from sweeper.results.servers import ui_servers
 from sweeper.store.database import Store
 from sweeper.store.trial_record import counts_toward_budget, final_metrics
-from tests.helpers import run_cli, start_cli, tiny_spec, write_spec
+from tests.helpers import cli_env, run_cli, start_cli, tiny_spec, write_spec
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parents[3]
@@ -181,7 +182,8 @@ def test_a_family_raced_out_on_its_curve_shows_in_status_json_and_mlflow(shared_
     )
 
 
-def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_trials(tmp_path):
+def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_trials(tmp_path, ray_head):
+    """Ctrl-C to the driver of a sweep on the worker's Ray head, then `resume` on the same head."""
     spec = tiny_spec(
         name="resumable",
         scheduler="none",
@@ -191,7 +193,8 @@ def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_tr
     config = write_spec(tmp_path, spec)
     url = f"sqlite:///{tmp_path / 'sweeps' / 'sweeper.db'}"
 
-    process = start_cli(["launch", str(config), "--no-price"], tmp_path)
+    env = cli_env(ray_head.env)
+    process = start_cli(["launch", str(config), "--no-price", *ray_head.args], tmp_path, env)
     deadline = time.monotonic() + 300
     finished_before: set[tuple[str, int]] = set()
     while time.monotonic() < deadline and process.poll() is None:
@@ -221,7 +224,7 @@ def test_interrupt_then_resume_reaches_the_budget_without_losing_or_repeating_tr
     assert finished_before <= complete_after_interrupt
     assert all(t.state != TrialState.RUNNING for ts in after_interrupt.values() for t in ts)
 
-    resumed = run_cli(["resume", "resumable-1"], tmp_path)
+    resumed = run_cli(["resume", "resumable-1", *ray_head.args], tmp_path, env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = studies(url, "resumable-1")
     for model, trials in final.items():
