@@ -111,8 +111,10 @@ def test_dev_asks_for_no_gpu_anywhere(overlay: str, resources: list[Resource]) -
 
 def test_trial_workers_start_warm_and_keep_their_working_directory(resources: list[Resource]) -> None:
     """The workers' raylets preload what `sweeper.run.tune.workers` preloads in a local Ray, keep idle
-    workers as long, and give the workers Tune's actor variables, which sweeper's trial actors
-    no longer carry themselves; trials stay in the container's workingDir, where data/ is."""
+    workers as long, and give the workers Tune's actor variables; trials stay in the container's
+    workingDir, where data/ is. (A driver that joins a cluster cannot know its nodes' variables, so
+    Tune still copies RAY_CHDIR_TO_TRIAL_DIR into the trial actors, which start in workers of
+    their own; and Ray hands a job only workers started for it or prestarted for the first job.)"""
     from sweeper.run.tune.workers import IDLE_KILL_ENV, PRELOAD_ENV, TUNE_ACTOR_ENV_VARS, node_environment
 
     expected = {**node_environment(), "RAY_CHDIR_TO_TRIAL_DIR": "0"}
