@@ -102,6 +102,13 @@ class FixedWork(Task):
             (Path(settings.meet_dir) / uuid.uuid4().hex).touch()
             self.held = 0 < settings.hold_after < self.started()
 
+    @classmethod
+    def sized(cls, settings: FixedWorkSettings) -> FixedWork:
+        """The task a launch reads its baseline from, or counts parameters with, in the driver: no
+        trial, so it neither says it started nor waits."""
+        quiet = settings.model_copy(update={"meet": 0, "hold_after": 0})
+        return cls(quiet, batch_size=1, seed=0, device=torch.device("cpu"))
+
     def wait_until(self, done: Callable[[], bool]) -> None:
         """Poll `done` until it holds or `meet_timeout_s` has passed."""
         deadline = time.monotonic() + self.settings.meet_timeout_s
