@@ -12,6 +12,7 @@ that none is stale.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from collections.abc import Callable
@@ -23,9 +24,20 @@ import benchmarks.readme_format as fmt
 README = Path(__file__).parent / "README.md"
 MARKED = re.compile(r"^<!-- table: (?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- /table -->$", re.M | re.S)
 
-SEARCH_TABLES = {"first": "search.json", "second": "search-hidden.json"}  # the replays of the two tables
-TASKS = ("copying", "denoise")
-CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))  # a replay's (task, W)
+SEARCH_TABLES = {"first": "search.json", "second": "search-hidden.json"}  # each recorded table's replay
+TASKS = ("copying", "denoise")  # the tasks of the first two tables, which `search-tuning.json` retuned on
+CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))
+
+
+def _replay_cells(replay: dict[str, Any]) -> list[tuple[str, int]]:
+    """A replay's (task, W), in its own order: each table holds its own tasks."""
+    return [
+        (task, int(key.removeprefix("W=")))
+        for task, judged in replay["tasks"].items()
+        if "calibration" in judged
+        for key in judged
+        if key.startswith("W=")
+    ]
 
 
 def recorded_tables() -> str:
@@ -58,41 +70,46 @@ def recorded_tables() -> str:
 
 
 def budgets() -> str:
-    """B and the floors of every (task, W) on both tables: the scale every 90%-right point is read on."""
-    replays = {label: fmt.load(name) for label, name in SEARCH_TABLES.items()}
+    """B and the floors of every (table, task, W): the scale every 90%-right point is read on."""
     rows = []
-    for task, workers in CELLS:
-        row = [fmt.cell(task, workers)]
-        for replay in replays.values():
+    for label, name in SEARCH_TABLES.items():
+        replay = fmt.load(name)
+        for task, workers in _replay_cells(replay):
             cell = replay["tasks"][task][f"W={workers}"]
             budget, floor = cell["B_hours"], cell["floor"]
-            row += [
-                fmt.sig(budget),
-                fmt.times(floor["any_sweep_ratio"]),
-                fmt.times(floor["busy_sweep_ratio"]),
-            ]
-            row.append(fmt.times(cell["racing_floor_hours"] / budget))
-        rows.append(row)
-    figures = ("B (worker-hours)", "any sweep", "W busy", "racing floor")
-    return fmt.table(["task, W", *(f"{label}: {what}" for label in replays for what in figures)], rows)
+            rows.append(
+                [
+                    label,
+                    fmt.cell(task, workers),
+                    fmt.sig(budget),
+                    fmt.times(floor["any_sweep_ratio"]),
+                    fmt.times(floor["busy_sweep_ratio"]),
+                    fmt.times(cell["racing_floor_hours"] / budget),
+                ]
+            )
+    header = ["table", "task, W", "B (worker-hours)", "any sweep", "W busy", "racing floor"]
+    return fmt.table(header, rows)
 
 
 def _by_strategy(
-    cell: Callable[[dict[str, Any]], str], keep: Callable[[dict[str, Any]], bool] | None = None
+    label: str,
+    cell: Callable[[dict[str, Any]], str],
+    keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> str:
-    """One row per strategy, one column per (table, task, W) of both replays: `cell` of the
+    """One row per strategy, one column per (task, W) of one table's replay: `cell` of the
     strategy's figures there; only the strategies `keep` holds for somewhere, where given."""
-    replays = {label: fmt.load(name) for label, name in SEARCH_TABLES.items()}
-    columns = [(label, t, w) for label in replays for t, w in CELLS]
+    replay = fmt.load(SEARCH_TABLES[label])
+    columns = _replay_cells(replay)
+    first, workers = columns[0]
     rows = []
-    for strategy in replays["first"]["tasks"][TASKS[0]]["W=4"]["strategies"]:
-        figures = [replays[label]["tasks"][t][f"W={w}"]["strategies"][strategy] for label, t, w in columns]
+    for strategy in replay["tasks"][first][f"W={workers}"]["strategies"]:
+        figures = [replay["tasks"][t][f"W={w}"]["strategies"][strategy] for t, w in columns]
         if keep is None or any(map(keep, figures)):
             rows.append([f"`{strategy}`", *map(cell, figures)])
-    return fmt.table(["strategy", *(f"{label}: {t}, W = {w}" for label, t, w in columns)], rows)
+    return fmt.table([f"strategy ({label} table)", *(fmt.cell(t, w) for t, w in columns)], rows)
 
 
-def ninety() -> str:
+def ninety(label: str) -> str:
     """Each strategy's 90%-right point in B with its interval, and its standing against the default."""
 
     def cell(row: dict[str, Any]) -> str:
@@ -100,12 +117,13 @@ def ninety() -> str:
         point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
         return point if standing is None else f"{point}, {standing}"
 
-    return _by_strategy(cell)
+    return _by_strategy(label, cell)
 
 
-def drops() -> str:
+def drops(label: str) -> str:
     """Every race's drops that stopped a true co-winner, of all its drops."""
     return _by_strategy(
+        label,
         lambda row: (
             fmt.of(row["drops"]["co_winners_dropped"], row["drops"]["drops"])
             if row["drops"]["drops"]
@@ -120,7 +138,7 @@ def odds() -> str:
     rows = []
     for label, name in SEARCH_TABLES.items():
         replay = fmt.load(name)
-        for task in TASKS:
+        for task in dict(_replay_cells(replay)):
             calibration = replay["tasks"][task]["calibration"]
             stated = calibration["stated_at_least_0.9"]
             rows.append(
@@ -340,8 +358,8 @@ def startup() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "recorded-tables": recorded_tables,
     "budgets": budgets,
-    "ninety": ninety,
-    "drops": drops,
+    **{f"ninety-{label}": functools.partial(ninety, label) for label in SEARCH_TABLES},
+    **{f"drops-{label}": functools.partial(drops, label) for label in SEARCH_TABLES},
     "odds": odds,
     "side-by-side": side_by_side,
     "sizes": sizes,
