@@ -20,13 +20,15 @@ from sweeper.store.trial_record import (
     RACE_STOP_ATTR,
     SAMPLER_ATTR,
     SHARE_ATTR,
-    WALL_TIME_METRIC,
+    TRANSFER_ATTR,
+    TRANSFERRED_ATTR,
     WARM_START_ATTR,
     best_trial,
     counts_toward_budget,
     final_metrics,
     parameter_count,
     steps_trained,
+    worker_seconds,
 )
 
 
@@ -49,6 +51,8 @@ class StudySummary:
     sampler: str | None = None
     paper_points: list[PaperPointResult] = field(default_factory=list)
     warm_started: int = 0  # trials copied from an earlier sweep (`launch --warm-start`)
+    transferred: list[TransferredResult] = field(default_factory=list)  # `sampler.transfer`'s trials
+    transfer_worker_hours: float = 0.0  # what their source studies spent in their workers
     share: int | None = None  # in a race: the trials this model may run
     race_stopped: str | None = None  # in a race: why this model stopped
     predicted_hours: tuple[float, float] | None = None  # the worker-hours priced at launch
@@ -78,6 +82,21 @@ class PaperPointResult:
         )
 
 
+@dataclass
+class TransferredResult:
+    """A trial started from another task's best configuration (`sampler.transfer`), and where it ended."""
+
+    source: str  # e.g. "copying-1 trial 7 (copying)"
+    trial: int
+    state: str
+    value: float | None
+
+    def line(self) -> str:
+        """Where the transferred trial ended, as a line of the summary."""
+        ended = self.state.lower() if self.value is None else f"reached {self.value:.5g}"
+        return f"trial {self.trial}, from {self.source}, {ended}"
+
+
 def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
     """Per study: trials by state, the best trial with its parameters and network size, the last
     failure, and the training the budget counted."""
@@ -103,7 +122,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             common_failure=Counter(failures).most_common(1)[0] if failures else None,
             steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
-            worker_seconds=sum(float(final_metrics(t).get(WALL_TIME_METRIC, 0.0)) for t in counted),
+            worker_seconds=worker_seconds(counted),
             sampler=study.user_attrs.get(SAMPLER_ATTR),
             warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
             share=study.user_attrs.get(SHARE_ATTR),
@@ -118,6 +137,12 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
                 for t in trials
                 if PAPER_POINT_ATTR in t.user_attrs and INTERRUPTED_ATTR not in t.user_attrs
             ],
+            transferred=[
+                TransferredResult(t.user_attrs[TRANSFER_ATTR], t.number, t.state.name, t.value)
+                for t in trials
+                if TRANSFER_ATTR in t.user_attrs and INTERRUPTED_ATTR not in t.user_attrs
+            ],
+            transfer_worker_hours=sum(s["worker_hours"] for s in study.user_attrs.get(TRANSFERRED_ATTR, [])),
         )
         best = best_trial(study)
         if best is not None:
@@ -198,6 +223,12 @@ def search_notes(summary: StudySummary, mode: str) -> list[str]:
     lines = [point.versus(summary.best_value, mode) for point in summary.paper_points]
     if summary.warm_started:
         lines.append(f"started from {summary.warm_started} trials of an earlier sweep (not counted here)")
+    if summary.transferred:
+        lines.append(
+            "transferred from other tasks' sweeps, whose studies of this model spent "
+            f"{summary.transfer_worker_hours:.2g} worker-hours (not counted here): "
+            + "; ".join(t.line() for t in summary.transferred)
+        )
     if summary.race_stopped:
         lines.append(summary.race_stopped)
     return lines

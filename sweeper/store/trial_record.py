@@ -30,6 +30,7 @@ PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts f
 TRANSFER_ATTR = (
     "transferred_from"  # an earlier sweep's best on another task, e.g. "copying-1 trial 7 (copying)"
 )
+TRANSFERRED_ATTR = "transfer_sources"  # a study's: [{"source": a TRANSFER_ATTR, "worker_hours": its cost}]
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
 BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one
 WALL_TIME_METRIC = "wall_time"  # the trial's own seconds, from its start in the worker to its last report
@@ -56,6 +57,11 @@ def steps_trained(trial: FrozenTrial) -> int:
 
 def final_metrics(trial: FrozenTrial) -> dict[str, Any]:
     return dict(trial.user_attrs.get(FINAL_METRICS_ATTR, {}))
+
+
+def worker_seconds(trials: list[FrozenTrial]) -> float:
+    """The trials' own time in their workers, what a price prices (a wait for a worker left out)."""
+    return sum(float(final_metrics(t).get(WALL_TIME_METRIC, 0.0)) for t in trials)
 
 
 def parameter_count(trial: FrozenTrial) -> int | None:

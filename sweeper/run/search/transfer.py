@@ -9,14 +9,16 @@ ranges differ (a quarter-sized config's hidden sizes, another task's learning ra
 choice by its value. The new study asks for these first, after the papers' points, one per task,
 the best task's first; a value the source did not search is drawn as usual. Each such trial
 names its source (`TRANSFER_ATTR`, the `sweeper.transferred_from` tag in MLflow) and the study
-lists them all; a study with nothing earlier starts as it would without.
+lists them all with what each source study spent in its workers, the earlier sweeps' cost that
+`summarize` states beside the new sweep's own; a study with nothing earlier starts as it would
+without.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -24,9 +26,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sweeper.spec.space import UnitTrial, suggest_params, unit_position
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.database import Store
-from sweeper.store.trial_record import TRANSFER_ATTR, counts_toward_budget
-
-TRANSFERRED_ATTR = "transfer_sources"  # a study's: the sources of its transferred trials
+from sweeper.store.trial_record import TRANSFER_ATTR, TRANSFERRED_ATTR, counts_toward_budget, worker_seconds
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,14 @@ class Source:
     task: str
     label: str  # the sweep and its name, e.g. "copying-1"
     study: optuna.Study
+
+
+class Transferred(NamedTuple):
+    """A configuration carried over from another task's study, and what that study cost."""
+
+    label: str  # e.g. "copying-1 trial 7 (copying)"
+    params: dict[str, Any]
+    worker_hours: float  # the source study's own trials in their workers
 
 
 def best_own(study: optuna.Study) -> FrozenTrial | None:
@@ -69,11 +77,9 @@ def carried(spec: SweepSpec, model: str, source: FrozenTrial) -> dict[str, Any]:
     return {name: value for name, value in params.items() if name in units or name in chosen}
 
 
-def transferred_points(
-    spec: SweepSpec, model: str, sources: Iterable[Source]
-) -> list[tuple[str, dict[str, Any]]]:
-    """(label, parameters) for each source task's best configuration of its own (the best over
-    that task's studies), in the order the tasks first come among `sources`."""
+def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -> list[Transferred]:
+    """Each source task's best configuration of its own (the best over that task's studies), in
+    the order the tasks first come among `sources`."""
     best: dict[str, tuple[Source, FrozenTrial]] = {}
     for source in sources:
         trial = best_own(source.study)
@@ -88,18 +94,29 @@ def transferred_points(
         if better:
             best[source.task] = (source, trial)
     return [
-        (f"{source.label} trial {trial.number} ({task})", carried(spec, model, trial))
+        Transferred(
+            f"{source.label} trial {trial.number} ({task})",
+            carried(spec, model, trial),
+            worker_seconds([t for t in source.study.get_trials(deepcopy=False) if counts_toward_budget(t)])
+            / 3600,
+        )
         for task, (source, trial) in best.items()
     ]
 
 
-def enqueue_transferred(study: optuna.Study, points: Sequence[tuple[str, dict[str, Any]]]) -> None:
+def enqueue_transferred(study: optuna.Study, points: Sequence[Transferred]) -> None:
     """Ask `study` for the transferred points first (after whatever it was asked for before),
-    each naming its source, and list the sources on the study."""
-    for label, params in points:
-        study.enqueue_trial(params, user_attrs={TRANSFER_ATTR: label}, skip_if_exists=True)
-    if points:
-        study.set_user_attr(TRANSFERRED_ATTR, [label for label, _ in points])
+    each naming its source, and list the sources and their cost on the study. A point the study
+    was already asked for (a papers' point that was another task's best) is not asked twice, nor
+    listed."""
+    asked = []
+    for point in points:
+        before = len(study.get_trials(deepcopy=False))
+        study.enqueue_trial(point.params, user_attrs={TRANSFER_ATTR: point.label}, skip_if_exists=True)
+        if len(study.get_trials(deepcopy=False)) > before:
+            asked.append({"source": point.label, "worker_hours": point.worker_hours})
+    if asked:
+        study.set_user_attr(TRANSFERRED_ATTR, asked)
 
 
 def sources_in_store(store: Store, spec: SweepSpec, model: str, sweep: str) -> list[Source]:

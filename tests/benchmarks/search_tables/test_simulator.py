@@ -15,6 +15,7 @@ import pytest
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.simulator import Replay
 from benchmarks.search_tables.verdicts import first_named, floors, ground_truth, timeline
+from sweeper.store.trial_record import PAPER_POINT_ATTR, TRANSFER_ATTR, TRANSFERRED_ATTR
 from tests.benchmarks.search_tables.synthetic import CONFIGS, run_seconds, synthetic_table
 
 pytestmark = pytest.mark.xdist_group("simulator")  # the module's table is built once, on one worker
@@ -120,6 +121,33 @@ def test_warm_started_trials_spend_nothing(table: tables.Table) -> None:
     assert len(trace.trials) == 16  # the whole budget still runs: the copies spent none of it
     for plan in warm.searcher.plans:
         assert len(plan.study.trials) == 8 and plan.done == 4
+
+
+def test_a_transfer_asks_first_for_each_models_best_on_the_other_task_within_its_budget(
+    table: tables.Table,
+) -> None:
+    earlier = Replay(table, "copying", "default", seed=5, workers=4, trials=4)
+    earlier.run()
+    replay = Replay(
+        table, "denoise", "transfer", seed=0, workers=4, trials=4, transfer_from={"copying": earlier.studies}
+    )
+    already = []
+    for model, study in replay.studies.items():
+        source = earlier.studies[model]
+        asked = [t for t in study.get_trials(deepcopy=False) if TRANSFER_ATTR in t.user_attrs]
+        if source.best_trial.user_attrs.get(PAPER_POINT_ATTR):  # the same point here: asked for once
+            assert not asked and TRANSFERRED_ATTR not in study.user_attrs
+            already.append(model)
+            continue
+        assert [t.user_attrs[TRANSFER_ATTR] for t in asked] == [
+            f"copying trial {source.best_trial.number} (copying)"
+        ]
+        assert [s["source"] for s in study.user_attrs[TRANSFERRED_ATTR]] == [
+            asked[0].user_attrs[TRANSFER_ATTR]
+        ]
+    assert already == ["goru"]  # its best on copying was its papers' point, which denoise asks for too
+    trace = replay.run()
+    assert len(trace.trials) == 16  # the transferred trials are the study's own, within its budget
 
 
 def test_a_missing_seed_is_never_drawn_and_a_diverged_run_fails_when_it_did(tmp_path: Path) -> None:

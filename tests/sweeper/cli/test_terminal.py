@@ -109,7 +109,7 @@ def test_json_validates_against_its_documented_schema(storage: str, command: str
     args = {"report": ["report", "--no-figures", "--out", str(tmp_path)]}.get(command, [command])
     output = SCHEMAS[command].model_validate_json(invoke(storage, *args, "--json"))
     # 2: the odds; 3: each study's time in its workers, beside its price
-    assert output.version == {"status": 4, "summarize": 4, "report": 3}.get(command, 1)
+    assert output.version == {"status": 5, "summarize": 5, "report": 3}.get(command, 1)
     if command == "status":
         assert output.odds.winner == "gru" and set(output.odds.p_best) == {"gru", "lstm"}
         assert output.odds.based_on == {"gru": "its best trial", "lstm": "its best trial"}

@@ -11,12 +11,20 @@ import pytest
 import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from sweeper.results.outputs import sweep_status
+from sweeper.results.summaries import search_notes, study_summaries
 from sweeper.run.launch import create_sweep
 from sweeper.run.search.searcher import origin_tags
-from sweeper.run.search.transfer import TRANSFERRED_ATTR, Source, carried, transferred_points
+from sweeper.run.search.transfer import Source, carried, transferred_points
 from sweeper.spec.loading import parse_spec
 from sweeper.store.database import Store
-from sweeper.store.trial_record import TRANSFER_ATTR, WARM_START_ATTR
+from sweeper.store.trial_record import (
+    FINAL_METRICS_ATTR,
+    TRANSFER_ATTR,
+    TRANSFERRED_ATTR,
+    WALL_TIME_METRIC,
+    WARM_START_ATTR,
+)
 from tests.helpers import tiny_spec
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -73,8 +81,8 @@ def test_each_other_tasks_best_of_its_own_is_asked_for_first_naming_its_source()
             Source("parenthesis", "parenthesis-1", optuna.create_study()),  # nothing finished
         ],
     )
-    assert [label for label, _ in points] == ["copying-2 trial 0 (copying)", "adding-1 trial 0 (adding)"]
-    assert points[0][1]["optimizer"] == "rmsprop_tf" and points[0][1]["lr"] == pytest.approx(1e-3)
+    assert [p.label for p in points] == ["copying-2 trial 0 (copying)", "adding-1 trial 0 (adding)"]
+    assert points[0].params["optimizer"] == "rmsprop_tf" and points[0].params["lr"] == pytest.approx(1e-3)
 
 
 def test_a_sweep_with_transfer_starts_from_the_other_tasks_studies_in_its_database(tmp_path: Path) -> None:
@@ -83,7 +91,8 @@ def test_a_sweep_with_transfer_starts_from_the_other_tasks_studies_in_its_databa
     earlier = create_sweep(spec_of("copying"), store, tracking, None, None, home=tmp_path)
     (study_record,) = earlier.studies
     study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-    study.add_trial(source_trial(1e-3, 16, "adam", 0.1))
+    study.add_trial(source_trial(1e-3, 16, "adam", 0.1, **{FINAL_METRICS_ATTR: {WALL_TIME_METRIC: 5400.0}}))
+    study.add_trial(source_trial(1e-2, 16, "adam", 0.3, **{FINAL_METRICS_ATTR: {WALL_TIME_METRIC: 1800.0}}))
     alone = create_sweep(spec_of("copying", transfer=True), store, tracking, None, None, home=tmp_path)
     (same_task,) = alone.studies  # another sweep of copying itself: nothing of another task
     fresh = optuna.load_study(study_name=same_task.study_name, storage=store.optuna)
@@ -93,6 +102,19 @@ def test_a_sweep_with_transfer_starts_from_the_other_tasks_studies_in_its_databa
     new_study = optuna.load_study(study_name=new.study_name, storage=store.optuna)
     (asked,) = new_study.get_trials()
     assert asked.user_attrs[TRANSFER_ATTR] == f"{earlier.name} trial 0 (copying)"
-    assert new_study.user_attrs[TRANSFERRED_ATTR] == [asked.user_attrs[TRANSFER_ATTR]]
-    assert origin_tags(asked.user_attrs) == {"sweeper.transferred_from": asked.user_attrs[TRANSFER_ATTR]}
+    source = asked.user_attrs[TRANSFER_ATTR]
+    assert new_study.user_attrs[TRANSFERRED_ATTR] == [{"source": source, "worker_hours": 2.0}]
+    assert origin_tags(asked.user_attrs) == {"sweeper.transferred_from": source}
+
+    new_study.tell(new_study.ask(), 0.04)  # the transferred trial, run as the searcher runs it
+    [summary] = study_summaries(store, store.get_sweep(record.name))
+    assert search_notes(summary, "min") == [
+        "transferred from other tasks' sweeps, whose studies of this model spent 2 worker-hours "
+        f"(not counted here): trial 0, from {source}, reached 0.04"
+    ]
+    [study_out] = sweep_status(store.get_sweep(record.name), [summary], "summarize").studies
+    assert [t.model_dump() for t in study_out.transferred] == [
+        {"source": source, "trial": 0, "state": "COMPLETE", "value": 0.04}
+    ]
+    assert study_out.transfer_worker_hours == 2.0
     store.dispose()
