@@ -1,0 +1,231 @@
+"""The benchmarks README's tables of the search: what each recorded table holds, and what its
+replay, the confirmations and the trained sweeps measured (`benchmarks.readme_tables` places them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import benchmarks.readme_format as fmt
+
+SEARCH_TABLES = {"first": "search.json", "second": "search-hidden.json"}  # each recorded table's replay
+TASKS = ("copying", "denoise")  # the tasks of the first two tables, which `search-tuning.json` retuned on
+CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))
+
+
+def _replay_cells(replay: dict[str, Any]) -> list[tuple[str, int]]:
+    """A replay's (task, W), in its own order: each table holds its own tasks."""
+    return [
+        (task, int(key.removeprefix("W=")))
+        for task, judged in replay["tasks"].items()
+        if "calibration" in judged
+        for key in judged
+        if key.startswith("W=")
+    ]
+
+
+def recorded_tables() -> str:
+    """What each recorded search table holds: its design and how much of it is recorded."""
+    rows = []
+    for folder in ("blackbox", "blackbox-hidden", "blackbox-algorithmic", "blackbox-cuda"):
+        table = fmt.load(f"{folder}/table.json")
+        designs = table["designs"]
+        points = [
+            [d["label"].startswith("sobol") for d in ds] for task in designs.values() for ds in task.values()
+        ]
+        papers = sorted({len(p) - sum(p) for p in points})
+        settings = table["settings"]
+        hidden = settings["hidden"] or f"searched, the config's range x {settings['hidden_scale']}"
+        models = next(iter(designs.values()))
+        rows.append(
+            [
+                f"`results/{folder}/`",
+                ", ".join(designs),
+                ", ".join(models),
+                str(hidden),
+                f"{sum(points[0])} + {papers[0]}-{papers[-1]}",
+                str(table["seeds"]),
+                f"{settings['iterations']:,}",
+                fmt.of(table["runs"]["complete"], sum(table["runs"].values())),
+            ]
+        )
+    header = ["table", "tasks", "models", "hidden units", "Sobol + papers' points", "seeds", "iterations"]
+    return fmt.table([*header, "runs recorded"], rows)
+
+
+def budgets() -> str:
+    """B and the floors of every (table, task, W): the scale every 90%-right point is read on."""
+    rows = []
+    for label, name in SEARCH_TABLES.items():
+        replay = fmt.load(name)
+        for task, workers in _replay_cells(replay):
+            cell = replay["tasks"][task][f"W={workers}"]
+            budget, floor = cell["B_hours"], cell["floor"]
+            rows.append(
+                [
+                    label,
+                    fmt.cell(task, workers),
+                    fmt.sig(budget),
+                    fmt.times(floor["any_sweep_ratio"]),
+                    fmt.times(floor["busy_sweep_ratio"]),
+                    fmt.times(cell["racing_floor_hours"] / budget),
+                ]
+            )
+    header = ["table", "task, W", "B (worker-hours)", "any sweep", "W busy", "racing floor"]
+    return fmt.table(header, rows)
+
+
+def _by_strategy(
+    label: str,
+    cell: Callable[[dict[str, Any]], str],
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+) -> str:
+    """One row per strategy, one column per (task, W) of one table's replay: `cell` of the
+    strategy's figures there; only the strategies `keep` holds for somewhere, where given."""
+    replay = fmt.load(SEARCH_TABLES[label])
+    columns = _replay_cells(replay)
+    first, workers = columns[0]
+    rows = []
+    for strategy in replay["tasks"][first][f"W={workers}"]["strategies"]:
+        figures = [replay["tasks"][t][f"W={w}"]["strategies"][strategy] for t, w in columns]
+        if keep is None or any(map(keep, figures)):
+            rows.append([f"`{strategy}`", *map(cell, figures)])
+    return fmt.table([f"strategy ({label} table)", *(fmt.cell(t, w) for t, w in columns)], rows)
+
+
+def ninety(label: str) -> str:
+    """Each strategy's 90%-right point in B with its interval, and its standing against the default."""
+
+    def cell(row: dict[str, Any]) -> str:
+        standing = (row.get("versus_default") or {}).get("standing")
+        point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
+        return point if standing is None else f"{point}, {standing}"
+
+    return _by_strategy(label, cell)
+
+
+def drops(label: str) -> str:
+    """Every race's drops that stopped a true co-winner, of all its drops."""
+    return _by_strategy(
+        label,
+        lambda row: (
+            fmt.of(row["drops"]["co_winners_dropped"], row["drops"]["drops"])
+            if row["drops"]["drops"]
+            else "none"
+        ),
+        keep=lambda row: row["drops"]["drops"] > 0,
+    )
+
+
+def odds() -> str:
+    """How often verdicts stating P >= 0.9 were right, over each task's calibration problems."""
+    rows = []
+    for label, name in SEARCH_TABLES.items():
+        replay = fmt.load(name)
+        for task in dict(_replay_cells(replay)):
+            calibration = replay["tasks"][task]["calibration"]
+            stated = calibration["stated_at_least_0.9"]
+            rows.append(
+                [
+                    label,
+                    task,
+                    str(calibration["problems"]),
+                    str(stated["verdicts"]),
+                    fmt.percent(stated["right"]),
+                ]
+            )
+    return fmt.table(["table", "task", "calibration problems", "verdicts stating P >= 0.9", "right"], rows)
+
+
+def side_by_side() -> str:
+    """Whether the strategies' order on the first table holds on the second."""
+    cells = fmt.load("search-side-by-side.json")["cells"]
+    rows = [
+        [
+            cell.replace(" W=", ", W = "),
+            f"{compared['kendall_tau_b']:.2f}",
+            fmt.percent(compared["pairs_unswapped"]),
+            ", ".join(compared["swapped_beyond_intervals"]) or "none",
+            "; ".join(compared["standing_changed"]) or "none",
+        ]
+        for cell, compared in cells.items()
+    ]
+    header = ["task, W", "Kendall's tau-b", "pairs in the same order", "swapped beyond both intervals"]
+    return fmt.table([*header, "standing against the default, first → second"], rows)
+
+
+def sizes() -> str:
+    """On the second table, each model's best size and the third of its size range a cost-aware
+    search would spend in."""
+    judged = fmt.load("search-hidden.json")["tasks"]["sizes"]
+    models = list(judged[TASKS[0]]["models"])
+    rows = [
+        [
+            task,
+            *(
+                f"{m['best_size']} ({m['best_third']}) / {m['cost_aware_third']}"
+                for m in (judged[task]["models"][name] for name in models)
+            ),
+        ]
+        for task in TASKS
+    ]
+    return fmt.table(["best size (its third) / most top configurations per worker-hour", *models], rows)
+
+
+def tuning() -> str:
+    """The default retuned: its 90%-right point and share right at B/3 under each candidate setting."""
+    candidates = fmt.load("search-tuning.json")["candidates"]
+    rows = []
+    for candidate, tried in candidates.items():
+        cells = [
+            f"{fmt.point(c['ratio_90'], c['ratio_90_interval'])}, {fmt.percent(c['right_at_third'])}"
+            for c in (tried["tasks"][f"{t} W={w}"] for t, w in CELLS)
+        ]
+        rows.append([candidate, " ".join(f"`{s}`" for s in tried["set"]), *cells])
+    return fmt.table(["candidate", "`--set`", *(fmt.cell(t, w) for t, w in CELLS)], rows)
+
+
+def against() -> str:
+    """Sweeps trained for real against their replay: their best values within the replayed 95%
+    range, and their worker-seconds over the replay's, where they kept them."""
+    rows = []
+    for name in ("search-against.json", "search-clock.json"):
+        checked = fmt.load(name)["against_trained"]
+        clock = checked.get("clock")
+        rows.append(
+            [
+                f"`results/{name}`",
+                f"{fmt.of(checked['inside_95'], checked['values'])} ({fmt.percent(checked['inside_95'] / checked['values'])})",
+                "not kept"
+                if clock is None
+                else f"{clock['median_ratio']:.2f} {fmt.interval([clock['min_ratio'], clock['max_ratio']])}, "
+                f"{clock['sweeps']} sweeps",
+            ]
+        )
+    return fmt.table(
+        ["replay", "best values inside the replayed 95% range", "real over replayed worker-seconds"], rows
+    )
+
+
+def confirm() -> str:
+    """How often `sweeper confirm` is wrong, beside the rule it replaced, and what it costs in power."""
+    cells = fmt.load("confirm-calibration.json")["cells"]
+    rows = []
+    for noise in ("normal", "tables"):
+        for level in (0.9, 0.95):
+            mine = [c for c in cells if c["noise"] == noise and c["level"] == level]
+            equal = [c for c in mine if c["gap_margins"] == 0]
+            last = [c for c in mine if c["leaders"] == 2 and c["cap"] == max(m["cap"] for m in mine)]
+            rows.append(
+                [
+                    noise,
+                    str(level),
+                    fmt.percent(max(c["wrong_separated"] for c in equal), 1),
+                    fmt.percent(max(c["earlier_rule"]["wrong"] for c in equal)),
+                    fmt.percent(max(c["wrong_separated"] for c in mine), 1),
+                    fmt.percent(next(c["separated"] for c in last if c["gap_margins"] == 2)),
+                    fmt.percent(next(c["tied"] for c in last if c["gap_margins"] == 0)),
+                ]
+            )
+    header = ["seed noise", "level", "equal leaders separated", "the earlier rule", "wrong, any gap"]
+    return fmt.table([*header, "2 apart separated, cap 10", "equal confirmed tied, cap 10"], rows)
