@@ -229,3 +229,23 @@ def confirm() -> str:
             )
     header = ["seed noise", "level", "equal leaders separated", "the earlier rule", "wrong, any gap"]
     return fmt.table([*header, "2 apart separated, cap 10", "equal confirmed tied, cap 10"], rows)
+
+
+def default_choice() -> str:
+    """The rule's standing of every candidate for the default, over every (table, task, W) its
+    replays hold, and the one it chose."""
+    choice = fmt.load("default-choice.json")
+    rows = []
+    for candidate, standing in choice["candidates"].items():
+        tables = ", ".join(dict.fromkeys(c["table"] for c in standing["cells"]))
+        median = standing["median_ratio_90"]
+        rows.append(
+            [
+                f"`{candidate}`" + (" (chosen)" if candidate == choice["chosen"] else ""),
+                fmt.of(standing["behind_random"], len(standing["cells"])),
+                "never, in half its cells or more" if median is None else fmt.times(median),
+                tables,
+            ]
+        )
+    header = ["candidate", "cells behind random", "median 90%-right point (B)", "replays read"]
+    return fmt.table(header, rows)
