@@ -3,7 +3,6 @@ replay, the confirmations and the trained sweeps measured (`benchmarks.readme_ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import benchmarks.readme_format as fmt
@@ -53,68 +52,43 @@ def recorded_tables() -> str:
     return fmt.table([*header, "runs recorded"], rows)
 
 
-def budgets() -> str:
-    """B and the floors of every (table, task, W): the scale every 90%-right point is read on."""
-    rows = []
-    for label, name in SEARCH_TABLES.items():
-        replay = fmt.load(name)
-        for task, workers in _replay_cells(replay):
-            cell = replay["tasks"][task][f"W={workers}"]
-            budget, floor = cell["B_hours"], cell["floor"]
-            rows.append(
-                [
-                    label,
-                    fmt.cell(task, workers),
-                    fmt.sig(budget),
-                    fmt.times(floor["any_sweep_ratio"]),
-                    fmt.times(floor["busy_sweep_ratio"]),
-                    fmt.times(cell["racing_floor_hours"] / budget),
-                ]
-            )
-    header = ["table", "task, W", "B (worker-hours)", "any sweep", "W busy", "racing floor"]
-    return fmt.table(header, rows)
-
-
-def _by_strategy(
-    label: str,
-    cell: Callable[[dict[str, Any]], str],
-    keep: Callable[[dict[str, Any]], bool] | None = None,
-) -> str:
-    """One row per strategy, one column per (task, W) of one table's replay: `cell` of the
-    strategy's figures there; only the strategies `keep` holds for somewhere, where given."""
+def replayed(label: str) -> str:
+    """One table's replay: per (task, W) its B and floors, the scale every point is read on, then
+    each strategy's 90%-right point in B with its interval and standing against the default, and
+    for a race that dropped models, the drops that stopped a true co-winner of all its drops."""
     replay = fmt.load(SEARCH_TABLES[label])
-    columns = _replay_cells(replay)
-    first, workers = columns[0]
-    rows = []
-    for strategy in replay["tasks"][first][f"W={workers}"]["strategies"]:
-        figures = [replay["tasks"][t][f"W={w}"]["strategies"][strategy] for t, w in columns]
-        if keep is None or any(map(keep, figures)):
-            rows.append([f"`{strategy}`", *map(cell, figures)])
-    return fmt.table([f"strategy ({label} table)", *(fmt.cell(t, w) for t, w in columns)], rows)
+    cells = [replay["tasks"][t][f"W={w}"] for t, w in _replay_cells(replay)]
+    rows = [
+        ["B (worker-hours)", *(fmt.sig(c["B_hours"]) for c in cells)],
+        [
+            "floors: any sweep / W busy / racing",
+            *(
+                " / ".join(
+                    fmt.times(ratio)
+                    for ratio in (
+                        c["floor"]["any_sweep_ratio"],
+                        c["floor"]["busy_sweep_ratio"],
+                        c["racing_floor_hours"] / c["B_hours"],
+                    )
+                )
+                for c in cells
+            ),
+        ],
+    ]
 
-
-def ninety(label: str) -> str:
-    """Each strategy's 90%-right point in B with its interval, and its standing against the default."""
-
-    def cell(row: dict[str, Any]) -> str:
+    def figure(row: dict[str, Any]) -> str:
         standing = (row.get("versus_default") or {}).get("standing")
         point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
-        return point if standing is None else f"{point}, {standing}"
+        if standing is not None:
+            point += f", {standing}"
+        dropped = row["drops"]
+        return point + (
+            f"; {fmt.of(dropped['co_winners_dropped'], dropped['drops'])}" if dropped["drops"] else ""
+        )
 
-    return _by_strategy(label, cell)
-
-
-def drops(label: str) -> str:
-    """Every race's drops that stopped a true co-winner, of all its drops."""
-    return _by_strategy(
-        label,
-        lambda row: (
-            fmt.of(row["drops"]["co_winners_dropped"], row["drops"]["drops"])
-            if row["drops"]["drops"]
-            else "none"
-        ),
-        keep=lambda row: row["drops"]["drops"] > 0,
-    )
+    for strategy in cells[0]["strategies"]:
+        rows.append([f"`{strategy}`", *(figure(c["strategies"][strategy]) for c in cells)])
+    return fmt.table([f"{label} table", *(fmt.cell(t, w) for t, w in _replay_cells(replay))], rows)
 
 
 def odds() -> str:

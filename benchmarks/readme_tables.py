@@ -23,13 +23,11 @@ import benchmarks.readme_format as fmt
 from benchmarks.readme_search_tables import (
     SEARCH_TABLES,
     against,
-    budgets,
     confirm,
     default_choice,
-    drops,
-    ninety,
     odds,
     recorded_tables,
+    replayed,
     side_by_side,
     sizes,
     tuning,
@@ -149,9 +147,7 @@ def startup() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "recorded-tables": recorded_tables,
-    "budgets": budgets,
-    **{f"ninety-{label}": functools.partial(ninety, label) for label in SEARCH_TABLES},
-    **{f"drops-{label}": functools.partial(drops, label) for label in SEARCH_TABLES},
+    **{f"replayed-{label}": functools.partial(replayed, label) for label in SEARCH_TABLES},
     "odds": odds,
     "side-by-side": side_by_side,
     "default-choice": default_choice,
