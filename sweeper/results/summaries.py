@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,7 +143,10 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
                 for t in trials
                 if TRANSFER_ATTR in t.user_attrs and INTERRUPTED_ATTR not in t.user_attrs
             ],
-            transfer_worker_hours=sum(s["worker_hours"] for s in study.user_attrs.get(TRANSFERRED_ATTR, [])),
+            # a study may list its sources as labels alone, with no cost recorded
+            transfer_worker_hours=sum(
+                s["worker_hours"] for s in study.user_attrs.get(TRANSFERRED_ATTR, []) if isinstance(s, dict)
+            ),
         )
         best = best_trial(study)
         if best is not None:
@@ -204,7 +208,21 @@ def cost_line(summaries: list[StudySummary]) -> str | None:
         if spent > high
         else f"{spent / low:.2g}x its low end"
     )
-    return f"cost: priced at {low:.3g}-{high:.3g} worker-hours at launch, spent {spent:.3g} in the workers ({where})"
+    return (
+        f"cost: priced at {hours_text(low)}-{hours_text(high)} worker-hours at launch, "
+        f"spent {hours_text(spent)} in the workers ({where})"
+    )
+
+
+def hours_text(hours: float) -> str:
+    """Worker-hours to three significant figures, never in exponent notation: a large sweep's
+    thousands read as such."""
+    if hours >= 100:
+        return f"{hours:,.0f}"
+    if hours <= 0:
+        return "0"
+    places = 2 - math.floor(math.log10(hours))
+    return f"{round(hours, places):.{places}f}".rstrip("0").rstrip(".")
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:
@@ -226,7 +244,7 @@ def search_notes(summary: StudySummary, mode: str) -> list[str]:
     if summary.transferred:
         lines.append(
             "transferred from other tasks' sweeps, whose studies of this model spent "
-            f"{summary.transfer_worker_hours:.2g} worker-hours (not counted here): "
+            f"{hours_text(summary.transfer_worker_hours)} worker-hours (not counted here): "
             + "; ".join(t.line() for t in summary.transferred)
         )
     if summary.race_stopped:

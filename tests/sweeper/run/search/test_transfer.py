@@ -117,4 +117,8 @@ def test_a_sweep_with_transfer_starts_from_the_other_tasks_studies_in_its_databa
         {"source": source, "trial": 0, "state": "COMPLETE", "value": 0.04}
     ]
     assert study_out.transfer_worker_hours == 2.0
+
+    new_study.set_user_attr(TRANSFERRED_ATTR, [source])  # sources listed as labels alone, no cost
+    [summary] = study_summaries(store, store.get_sweep(record.name))
+    assert summary.transfer_worker_hours == 0 and [t.source for t in summary.transferred] == [source]
     store.dispose()
