@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from sweeper.spec.price import hours_text
 from sweeper.store.database import Store, SweepRecord
 from sweeper.store.trial_record import (
     BASELINE_METRIC,
@@ -212,17 +212,6 @@ def cost_line(summaries: list[StudySummary]) -> str | None:
         f"cost: priced at {hours_text(low)}-{hours_text(high)} worker-hours at launch, "
         f"spent {hours_text(spent)} in the workers ({where})"
     )
-
-
-def hours_text(hours: float) -> str:
-    """Worker-hours to three significant figures, never in exponent notation: a large sweep's
-    thousands read as such."""
-    if hours >= 100:
-        return f"{hours:,.0f}"
-    if hours <= 0:
-        return "0"
-    places = 2 - math.floor(math.log10(hours))
-    return f"{round(hours, places):.{places}f}".rstrip("0").rstrip(".")
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:

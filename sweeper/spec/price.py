@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -188,7 +189,7 @@ def price_text(priced: Price, where: str) -> str:
     for s in priced.studies:
         gpu = "" if s.gpu_hours is None else f", {_range(s.gpu_hours)} GPU-hours"
         lines.append(
-            f"    {s.model}: {s.trials} trials, {_range(s.iterations, '{:,.0f}')} iterations, "
+            f"    {s.model}: {s.trials} trials, {_range(s.iterations, '{:,.0f}'.format)} iterations, "
             f"{_range(s.worker_hours)} worker-hours{gpu} ({s.source})"
         )
     gpu = "" if priced.gpu_hours is None else f", {_range(priced.gpu_hours)} GPU-hours"
@@ -201,6 +202,17 @@ def price_text(priced: Price, where: str) -> str:
     return "\n".join(lines)
 
 
-def _range(pair: tuple[float, float], form: str = "{:.3g}") -> str:
-    low, high = (form.format(v) for v in pair)
+def _range(pair: tuple[float, float], form: Callable[[float], str] | None = None) -> str:
+    low, high = map(form or hours_text, pair)
     return low if low == high else f"{low}-{high}"
+
+
+def hours_text(hours: float) -> str:
+    """Hours (of workers, GPUs or wall time) to three significant figures, never in exponent
+    notation: a large sweep's thousands and a smoke sweep's thousandths read as numbers."""
+    if hours >= 100:
+        return f"{hours:,.0f}"
+    if hours <= 0:
+        return "0"
+    places = 2 - math.floor(math.log10(hours))
+    return f"{round(hours, places):.{places}f}".rstrip("0").rstrip(".")

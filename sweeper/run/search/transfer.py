@@ -38,7 +38,7 @@ class Source:
     study: optuna.Study
 
 
-class Transferred(NamedTuple):
+class TransferPoint(NamedTuple):
     """A configuration carried over from another task's study, and what that study cost."""
 
     label: str  # e.g. "copying-1 trial 7 (copying)"
@@ -77,7 +77,7 @@ def carried(spec: SweepSpec, model: str, source: FrozenTrial) -> dict[str, Any]:
     return {name: value for name, value in params.items() if name in units or name in chosen}
 
 
-def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -> list[Transferred]:
+def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -> list[TransferPoint]:
     """Each source task's best configuration of its own (the best over that task's studies), in
     the order the tasks first come among `sources`."""
     best: dict[str, tuple[Source, FrozenTrial]] = {}
@@ -94,27 +94,33 @@ def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -
         if better:
             best[source.task] = (source, trial)
     return [
-        Transferred(
+        TransferPoint(
             f"{source.label} trial {trial.number} ({task})",
             carried(spec, model, trial),
-            worker_seconds([t for t in source.study.get_trials(deepcopy=False) if counts_toward_budget(t)])
-            / 3600,
+            _spent_hours(source.study),
         )
         for task, (source, trial) in best.items()
     ]
 
 
-def enqueue_transferred(study: optuna.Study, points: Sequence[Transferred]) -> None:
+def _spent_hours(study: optuna.Study) -> float:
+    """What the study's own trials spent in their workers: the earlier sweep's cost a transfer reuses."""
+    return worker_seconds([t for t in study.get_trials(deepcopy=False) if counts_toward_budget(t)]) / 3600
+
+
+def enqueue_transferred(study: optuna.Study, points: Sequence[TransferPoint]) -> None:
     """Ask `study` for the transferred points first (after whatever it was asked for before),
     each naming its source, and list the sources and their cost on the study. A point the study
     was already asked for (a papers' point that was another task's best) is not asked twice, nor
     listed."""
     asked = []
+    trials = len(study.get_trials(deepcopy=False))
     for point in points:
-        before = len(study.get_trials(deepcopy=False))
         study.enqueue_trial(point.params, user_attrs={TRANSFER_ATTR: point.label}, skip_if_exists=True)
-        if len(study.get_trials(deepcopy=False)) > before:
+        now = len(study.get_trials(deepcopy=False))
+        if now > trials:
             asked.append({"source": point.label, "worker_hours": point.worker_hours})
+        trials = now
     if asked:
         study.set_user_attr(TRANSFERRED_ATTR, asked)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweeper.results.summaries import StudySummary, cost_line, hours_text
+from sweeper.results.summaries import StudySummary, cost_line
 
 
 def summary(model: str, priced: tuple[float, float], worker_seconds: float, seconds: float) -> StudySummary:
@@ -32,19 +32,7 @@ def test_the_cost_is_the_trials_time_in_their_workers_not_their_wait_for_one() -
     assert cost_line([StudySummary("s/denoise/gru", "denoise", "gru", {}, 0, None)]) is None
 
 
-def test_worker_hours_read_as_numbers_at_every_scale() -> None:
-    """A sweep's thousands of worker-hours and a smoke test's thousandths alike: three figures,
-    never an exponent."""
-    assert [hours_text(h) for h in (0, 0.0008, 0.0123456, 2.0, 12.345, 99.96, 150.4, 1534.2)] == [
-        "0",
-        "0.0008",
-        "0.0123",
-        "2",
-        "12.3",
-        "100",
-        "150",
-        "1,534",
-    ]
+def test_a_large_sweeps_cost_reads_in_plain_numbers() -> None:
     assert cost_line([summary("gru", (200.0, 1800.0), 3600 * 1534.2, 0.0)]) == (
         "cost: priced at 200-1,800 worker-hours at launch, spent 1,534 in the workers (within)"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweeper.spec.loading import parse_spec
-from sweeper.spec.price import Pace, asha_iterations, price, price_text, study_iterations
+from sweeper.spec.price import Pace, asha_iterations, hours_text, price, price_text, study_iterations
 from sweeper.spec.rungs import rungs
 from tests.helpers import dump_spec, tiny_spec
 
@@ -97,3 +97,18 @@ def test_the_budgets_bound_the_price() -> None:
     grid = parse_spec(dump_spec(raw), "g.yaml")
     (gridded,) = price(grid, {"gru": Pace(0.01, 0.01, "given")}, slots=1).studies
     assert gridded.trials == 3 and gridded.iterations == (2700, 2700)
+
+
+def test_hours_read_as_numbers_at_every_scale() -> None:
+    """A sweep's thousands of worker-hours and a smoke test's thousandths alike: three figures,
+    never an exponent."""
+    assert [hours_text(h) for h in (0, 0.0008, 0.0123456, 2.0, 12.345, 99.96, 150.4, 1534.2)] == [
+        "0",
+        "0.0008",
+        "0.0123",
+        "2",
+        "12.3",
+        "100",
+        "150",
+        "1,534",
+    ]
