@@ -291,7 +291,7 @@ def spec_for(repro: Reproduction, part: Part, gpus: bool) -> SweepSpec:
             "models": models,
             "objective": {"metric": table.objective, "mode": table.mode},
             "per_model": per_model,
-            "sampler": {"name": "random"},
+            "sampler": {"name": "random", "transfer": False},  # the rows alone, whatever the database holds
             "scheduler": {"name": "none"},
             "budget": {"trials": repro.seeds * rows_per_model},
             "resources": resources,

@@ -28,8 +28,8 @@ class Sampler(Named):
     paper_points: bool = Field(True, description="start from the papers' published configurations")
     transfer: bool = Field(
         False,
-        description="start each study from the same model's best configuration on every other task "
-        "the study database holds a sweep of",
+        description="start each study, after the papers' points, from the same model's best "
+        "configuration on every other task the study database holds a sweep of (not a grid's)",
     )
     startup_trials: int | None = Field(
         None, ge=0, le=1_000_000, description="random trials before TPE or GP; default budget / 3, 3 to 10"

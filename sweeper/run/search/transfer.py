@@ -79,7 +79,8 @@ def carried(spec: SweepSpec, model: str, source: FrozenTrial) -> dict[str, Any]:
 
 def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -> list[TransferPoint]:
     """Each source task's best configuration of its own (the best over that task's studies), in
-    the order the tasks first come among `sources`."""
+    the order the tasks first come among `sources`; none from a task whose study searched none of
+    this study's parameters."""
     best: dict[str, tuple[Source, FrozenTrial]] = {}
     for source in sources:
         trial = best_own(source.study)
@@ -93,7 +94,7 @@ def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -
         )
         if better:
             best[source.task] = (source, trial)
-    return [
+    points = [
         TransferPoint(
             f"{source.label} trial {trial.number} ({task})",
             carried(spec, model, trial),
@@ -101,6 +102,7 @@ def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -
         )
         for task, (source, trial) in best.items()
     ]
+    return [p for p in points if p.params]  # a source that searched none of these carries nothing
 
 
 def _spent_hours(study: optuna.Study) -> float:

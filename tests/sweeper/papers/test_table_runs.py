@@ -92,6 +92,7 @@ def test_every_runnable_table_builds_valid_specs() -> None:
         for part in repro.parts:
             spec = spec_for(repro, part, gpus=True)
             assert spec.reproduces is not None and spec.scheduler.name == "none"
+            assert not spec.sampler.transfer  # its rows alone, whatever else the database holds
             assert set(spec.reproduces.rows) == {row.index for row in part.rows}
 
 

@@ -71,6 +71,12 @@ def test_each_other_tasks_best_of_its_own_is_asked_for_first_naming_its_source()
     copying_1.add_trial(source_trial(1e-2, 16, "adam", 0.01, **{WARM_START_ATTR: "earlier"}))  # not its own
     copying_2.add_trial(source_trial(1e-4, 8, "rmsprop_tf", 0.1))  # the better run of copying
     adding.add_trial(source_trial(1e-2, 32, "adam", 0.05))
+    unshared = optuna.create_study()  # searched nothing this study searches: carries nothing
+    unshared.add_trial(
+        optuna.trial.create_trial(
+            value=0.0, params={"momentum": 0.5}, distributions={"momentum": FloatDistribution(0, 1)}
+        )
+    )
     points = transferred_points(
         spec,
         "gru",
@@ -79,6 +85,7 @@ def test_each_other_tasks_best_of_its_own_is_asked_for_first_naming_its_source()
             Source("copying", "copying-2", copying_2),
             Source("adding", "adding-1", adding),
             Source("parenthesis", "parenthesis-1", optuna.create_study()),  # nothing finished
+            Source("ptb_char", "ptb_char-1", unshared),
         ],
     )
     assert [p.label for p in points] == ["copying-2 trial 0 (copying)", "adding-1 trial 0 (adding)"]
@@ -105,6 +112,15 @@ def test_a_sweep_with_transfer_starts_from_the_other_tasks_studies_in_its_databa
     source = asked.user_attrs[TRANSFER_ATTR]
     assert new_study.user_attrs[TRANSFERRED_ATTR] == [{"source": source, "worker_hours": 2.0}]
     assert origin_tags(asked.user_attrs) == {"sweeper.transferred_from": source}
+    grid = create_sweep(
+        spec_of("denoise", transfer=True, lr={"grid": [1e-3, 1e-2]}, hidden_size=8),
+        store,
+        tracking,
+        None,
+        None,
+        home=tmp_path,
+    )  # a grid runs its own points alone
+    assert not optuna.load_study(study_name=grid.studies[0].study_name, storage=store.optuna).get_trials()
 
     new_study.tell(new_study.ask(), 0.04)  # the transferred trial, run as the searcher runs it
     [summary] = study_summaries(store, store.get_sweep(record.name))
