@@ -46,7 +46,7 @@ from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.price import Price
 from sweeper.spec.rungs import rungs
-from sweeper.spec.space import grid_of, searched_names, study_budget
+from sweeper.spec.space import searched_names, study_budget
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
@@ -190,7 +190,7 @@ def create_sweep(
     for model in spec.models:
         sname = study_name(name, spec.task.name, model)
         study = create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
-        if spec.sampler.transfer and grid_of(spec.space(model)) is None:  # a grid runs its own points alone
+        if spec.sampler.transfer:
             enqueue_transferred(
                 study, transferred_points(spec, model, sources_in_store(store, spec, model, name))
             )

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from sweeper.spec.space import UnitTrial, suggest_params, unit_position
+from sweeper.spec.space import UnitTrial, grid_of, suggest_params, unit_position
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.database import Store
 from sweeper.store.trial_record import TRANSFER_ATTR, TRANSFERRED_ATTR, counts_toward_budget, worker_seconds
@@ -80,7 +80,9 @@ def carried(spec: SweepSpec, model: str, source: FrozenTrial) -> dict[str, Any]:
 def transferred_points(spec: SweepSpec, model: str, sources: Iterable[Source]) -> list[TransferPoint]:
     """Each source task's best configuration of its own (the best over that task's studies), in
     the order the tasks first come among `sources`; none from a task whose study searched none of
-    this study's parameters."""
+    this study's parameters, and none into a grid, which runs its own points alone."""
+    if grid_of(spec.space(model)) is not None:
+        return []
     best: dict[str, tuple[Source, FrozenTrial]] = {}
     for source in sources:
         trial = best_own(source.study)
