@@ -7,7 +7,11 @@ from typing import Any
 
 import benchmarks.readme_format as fmt
 
-SEARCH_TABLES = {"first": "search.json", "second": "search-hidden.json"}  # each recorded table's replay
+SEARCH_TABLES = {  # each recorded table's replay
+    "first": "search.json",
+    "second": "search-hidden.json",
+    "third": "search-algorithmic.json",
+}
 TASKS = ("copying", "denoise")  # the tasks of the first two tables, which `search-tuning.json` retuned on
 CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))
 
@@ -52,33 +56,36 @@ def recorded_tables() -> str:
     return fmt.table([*header, "runs recorded"], rows)
 
 
+def _b_text(cell: dict[str, Any]) -> str:
+    return "none: random never 90% right" if cell["B_hours"] is None else fmt.sig(cell["B_hours"])
+
+
+def _floors_text(cell: dict[str, Any]) -> str:
+    """The floors in B, or in worker-hours where random never gives a B."""
+    hours = (cell["floor"]["any_sweep"], cell["floor"]["busy_sweep"], cell["racing_floor_hours"])
+    if cell["B_hours"] is None:
+        return " / ".join(f"{fmt.sig(h)} h" for h in hours)
+    return " / ".join(fmt.times(h / cell["B_hours"]) for h in hours)
+
+
 def replayed(label: str) -> str:
     """One table's replay: per (task, W) its B and floors, the scale every point is read on, then
-    each strategy's 90%-right point in B with its interval and standing against the default, and
-    for a race that dropped models, the drops that stopped a true co-winner of all its drops."""
+    each strategy's 90%-right point in B with its interval and standing against the default (in
+    hours where random is never 90% right, so that there is no B), and for a race that dropped
+    models, the drops that stopped a true co-winner of all its drops."""
     replay = fmt.load(SEARCH_TABLES[label])
     cells = [replay["tasks"][t][f"W={w}"] for t, w in _replay_cells(replay)]
     rows = [
-        ["B (worker-hours)", *(fmt.sig(c["B_hours"]) for c in cells)],
-        [
-            "floors: any sweep / W busy / racing",
-            *(
-                " / ".join(
-                    fmt.times(ratio)
-                    for ratio in (
-                        c["floor"]["any_sweep_ratio"],
-                        c["floor"]["busy_sweep_ratio"],
-                        c["racing_floor_hours"] / c["B_hours"],
-                    )
-                )
-                for c in cells
-            ),
-        ],
+        ["B (worker-hours)", *(_b_text(c) for c in cells)],
+        ["floors: any sweep / W busy / racing", *(_floors_text(c) for c in cells)],
     ]
 
-    def figure(row: dict[str, Any]) -> str:
+    def figure(row: dict[str, Any], b_hours: float | None) -> str:
         standing = (row.get("versus_default") or {}).get("standing")
-        point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
+        if b_hours is not None:
+            point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
+        else:  # no B to read it in: the hours themselves
+            point = "never" if row["hours_90"] is None else f"{fmt.sig(row['hours_90'])} h"
         if standing is not None:
             point += f", {standing}"
         dropped = row["drops"]
@@ -87,7 +94,7 @@ def replayed(label: str) -> str:
         )
 
     for strategy in cells[0]["strategies"]:
-        rows.append([f"`{strategy}`", *(figure(c["strategies"][strategy]) for c in cells)])
+        rows.append([f"`{strategy}`", *(figure(c["strategies"][strategy], c["B_hours"]) for c in cells)])
     return fmt.table([f"{label} table", *(fmt.cell(t, w) for t, w in _replay_cells(replay))], rows)
 
 
@@ -213,13 +220,23 @@ def default_choice() -> str:
     for candidate, standing in choice["candidates"].items():
         tables = ", ".join(dict.fromkeys(c["table"] for c in standing["cells"]))
         median = standing["median_ratio_90"]
+        unmeasured = [c for c in standing["cells"] if c["random_never_right"]]
         rows.append(
             [
                 f"`{candidate}`" + (" (chosen)" if candidate == choice["chosen"] else ""),
                 fmt.of(standing["behind_random"], len(standing["cells"])),
                 "never, in half its cells or more" if median is None else fmt.times(median),
+                fmt.of(sum(c["hours_90"] is not None for c in unmeasured), len(unmeasured))
+                if unmeasured
+                else "none such",
                 tables,
             ]
         )
-    header = ["candidate", "cells behind random", "median 90%-right point (B)", "replays read"]
+    header = [
+        "candidate",
+        "cells behind random",
+        "median 90%-right point (B)",
+        "90% right where random never is",
+        "replays read",
+    ]
     return fmt.table(header, rows)

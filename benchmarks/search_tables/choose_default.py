@@ -9,6 +9,9 @@ The rule, over the replays of every recorded table (`replay --out`, one JSON per
    90%-right point over the cells (a cell where it is never right counts as infinite);
 3. where every candidate is behind random somewhere, the one behind in the fewest cells, then by
    the same median; the result says so.
+A cell where random itself is never 90% right has no B, so every candidate counts as behind there
+and as infinite; each cell keeps the hours by which the candidate was 90% right all the same
+(`hours_90`), which the rule does not read.
 Each task is judged by the replay with every choice made without it (the curves race's prior and
 the verdict's fallback noise learned on the other tasks; a transfer's earlier sweeps are the other
 tasks'), so the rule picks on figures no candidate was tuned on.
@@ -51,6 +54,11 @@ def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, 
                         "ratio_90": ratio,
                         "lower": interval[0],
                         "behind_random": ratio is None or interval[0] is None or interval[0] > 1.0,
+                        # no B: random itself is never 90% right there, so no point reads in B; the
+                        # rule counts the cell as behind for every candidate, and this tells apart
+                        # those that were 90% right within their budget all the same
+                        "random_never_right": verdict.get("B_hours") is None,
+                        "hours_90": row.get("hours_90"),
                     }
                 )
     return out

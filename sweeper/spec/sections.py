@@ -27,7 +27,7 @@ class Sampler(Named):
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
     paper_points: bool = Field(True, description="start from the papers' published configurations")
     transfer: bool = Field(
-        False,
+        True,
         description="start each study, after the papers' points, from the same model's best "
         "configuration on every other task the study database holds a sweep of (not a grid's)",
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.search_tables import choose_default
+from benchmarks.search_tables.strategies import STRATEGIES
+from sweeper.spec.sections import Budget, Sampler, Scheduler
 
 
 def replay(**strategies: list[tuple[float | None, float | None]]) -> dict:
@@ -57,3 +59,42 @@ def test_the_choice_is_written_with_its_command_and_a_missing_replay_refused(tmp
         "python -m benchmarks.search_tables"
     )
     assert choose_default.main([str(tmp_path / "none.json")]) == 2
+
+
+def test_a_cell_random_never_gets_right_counts_behind_for_all_and_keeps_who_was_right() -> None:
+    """No B where random is never 90% right: the rule reads every candidate as behind there, and
+    the cell keeps the hours of a candidate that was 90% right within its budget all the same."""
+    unreached = replay(default=[(None, None), (None, None)], old=[(None, None), (None, None)])
+    for verdict in unreached["tasks"]["copying"].values():
+        verdict["B_hours"] = None
+        verdict["strategies"]["old"]["hours_90"] = 0.7
+    measured = replay(default=[(0.9, 0.8), (0.7, 0.6)], old=[(0.8, 0.7), (0.6, 0.5)])
+    for verdict in measured["tasks"]["copying"].values():
+        verdict["B_hours"] = 0.3
+    result = choose_default.judged({"first": measured, "second": unreached}, ("default", "old"))
+    old = result["candidates"]["old"]
+    assert old["behind_random"] == 2 and not result["behind_random_nowhere"]
+    assert [c["random_never_right"] for c in old["cells"]] == [False, False, True, True]
+    assert [c["hours_90"] for c in old["cells"] if c["random_never_right"]] == [0.7, 0.7]
+    assert [c["hours_90"] for c in result["candidates"]["default"]["cells"]] == [None] * 4
+
+
+def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
+    """A new replay that moves the choice fails here until the spec's defaults follow it."""
+    choice = json.loads((Path(__file__).parents[3] / "benchmarks/results/default-choice.json").read_text())
+    chosen = STRATEGIES[choice["chosen"]]
+    assert chosen.sampler != "old", "independent TPE is not a spec setting"
+    assert (Sampler().name, Sampler().paper_points, Sampler().transfer) == (
+        chosen.sampler,
+        chosen.paper_points,
+        chosen.transfer,
+    )
+    scheduler = Scheduler()
+    assert (scheduler.name, scheduler.grace_period, scheduler.judge_paper_points) == (
+        chosen.scheduler,
+        None,
+        chosen.judge_points,
+    )
+    budget = Budget()
+    assert budget.allocate == chosen.allocate and chosen.drop_below is None
+    assert not chosen.warm and not chosen.late_grace
