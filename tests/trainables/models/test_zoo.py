@@ -197,6 +197,7 @@ def test_ncgru_follows_equation_19(orthogonal: str, reset: str) -> None:
     assert len(model.orthogonal_parameters()) == len(orthogonal)
 
 
+@pytest.mark.slow  # training, a second a model
 @pytest.mark.parametrize("name", NAMES)
 def test_learns_a_tiny_delayed_recall(name: str) -> None:
     """Reproduce 3-d Gaussian inputs two steps later: a memoryless model scores MSE 1.
