@@ -67,7 +67,20 @@ def kubectl() -> str:
 
 
 def kustomize(directory: Path) -> list[Resource]:
-    """`kubectl kustomize directory`, parsed; a failed build raises with kustomize's message."""
+    """`kubectl kustomize directory`, parsed; a failed build raises with kustomize's message. The
+    repository's own folders are built once per process (the suite does not edit them), each
+    caller getting a copy of its own to change."""
+    if directory.resolve().is_relative_to(DEPLOY):
+        return copy.deepcopy(_built(directory.resolve()))
+    return _build(directory)
+
+
+@cache
+def _built(directory: Path) -> list[Resource]:
+    return _build(directory)
+
+
+def _build(directory: Path) -> list[Resource]:
     done = subprocess.run(
         [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=120
     )
