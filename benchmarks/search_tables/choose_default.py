@@ -6,19 +6,25 @@ The rule, over the replays of every recorded table (`replay --out`, one JSON per
    has its lower end above 1.0, or where it is never 90% right within the budget (no point, or no
    lower end);
 2. among the candidates behind random in no cell, the default is the one with the lowest median
-   90%-right point over the cells (a cell where it is never right counts as infinite);
+   90%-right point over the cells (a cell where it is never right counts as infinite), to the
+   hundredth of B it is stated to (replays of the same sweeps agree to about 1e-15, not exactly);
 3. where every candidate is behind random somewhere, the one behind in the fewest cells, then by
-   the same median; the result says so.
-A cell where random itself is never 90% right has no B, so every candidate counts as behind there
-and as infinite; each cell keeps the hours by which the candidate was 90% right all the same
-(`hours_90`), which the rule does not read.
+   the same median; the result says so;
+4. between candidates equal on both, the one 90% right in more of the cells where random itself
+   never is: such a cell has no B, so the rule counts it as behind and infinite for every
+   candidate, and only this tells apart those that were right there within their budget
+   (`hours_90`).
+A (table, task, W) is read once, from the first replay given that holds the candidate there: a
+replay of a few strategies beside the full one (`--strategies`) adds its candidates, and repeats
+the others' cells (to about 1e-15: the sweeps are seeded alike).
 Each task is judged by the replay with every choice made without it (the curves race's prior and
 the verdict's fallback noise learned on the other tasks; a transfer's earlier sweeps are the other
 tasks'), so the rule picks on figures no candidate was tuned on.
 
     python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \\
         benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \\
-        --out benchmarks/results/default-choice.json
+        benchmarks/results/search-indep.json benchmarks/results/search-hidden-indep.json \\
+        benchmarks/results/search-algorithmic-indep.json --out benchmarks/results/default-choice.json
 """
 
 from __future__ import annotations
@@ -32,17 +38,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-CANDIDATES = ("default", "old", "points-judged", "transfer", "+points", "+tpe")
+CANDIDATES = ("default", "old", "points-judged", "transfer", "+points", "+tpe", "transfer-indep")
 
 
 def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, Any]]:
     """The candidate's 90%-right point and its interval's lower end in every (table, task, W)."""
-    out = []
+    out, seen = [], set()
     for table, replay in replays.items():
+        recorded = replay.get("settings", {}).get("table", table)
         for task, judged in replay["tasks"].items():
             for key, verdict in judged.items():
                 if not key.startswith("W=") or candidate not in verdict.get("strategies", {}):
                     continue
+                if (recorded, task, key) in seen:
+                    continue
+                seen.add((recorded, task, key))
                 row = verdict["strategies"][candidate]
                 interval = row.get("ratio_90_interval") or [None, None]
                 ratio = row.get("ratio_90")
@@ -83,9 +93,13 @@ def judged(replays: dict[str, dict[str, Any]], candidates: tuple[str, ...]) -> d
     if not standings:
         raise ValueError("no candidate was replayed in the tables given")
 
-    def standing(candidate: str) -> tuple[int, float]:
+    def standing(candidate: str) -> tuple[int, float, int]:
         median = standings[candidate]["median_ratio_90"]
-        return standings[candidate]["behind_random"], math.inf if median is None else median
+        right_without_b = sum(
+            c["random_never_right"] and c["hours_90"] is not None for c in standings[candidate]["cells"]
+        )
+        stated = math.inf if median is None else round(median, 2)  # to the hundredth it is stated to
+        return standings[candidate]["behind_random"], stated, -right_without_b
 
     chosen = min(standings, key=standing)
     return {

@@ -28,6 +28,7 @@ class Strategy:
         False  # a papers' point trailing its study at a rung stops (scheduler.judge_paper_points)
     )
     transfer: bool = False  # first the other tasks' best configurations, from their earlier sweeps
+    multivariate: bool = True  # the spec's TPE: its values modelled jointly, else each on its own
 
     @property
     def spec_allocate(self) -> str:
@@ -54,6 +55,7 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "+tpe": Strategy("tpe"),
     "+gp": Strategy("gp"),
     "+grace": Strategy("tpe", paper_points=True, late_grace=True),
+    "transfer-indep": Strategy("tpe", paper_points=True, transfer=True, multivariate=False),
 }
 
 
@@ -70,6 +72,7 @@ def sweep_spec(
             "seed": seed,
             "paper_points": strategy.paper_points,
             "transfer": strategy.transfer,
+            "multivariate": strategy.multivariate,
         },
         "scheduler": {
             "name": strategy.scheduler,

@@ -11,7 +11,7 @@ Every strategy runs the service's own search, one trial at a time in this proces
 search, not Ray (overhead.py measures Ray). Strategies, in the order they run:
 
     random     random search without pruning: the baseline
-    default    a spec's defaults: multivariate, grouped TPE, the papers' points, ASHA per model
+    default    the spec's former defaults: multivariate, grouped TPE, the papers' points, ASHA per model
     old        independent TPE (constant liar) with ASHA per model, no papers' points
     all        default with the warm start and the race
     +points    old, each study first trying the papers' published configurations

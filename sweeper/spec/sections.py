@@ -21,7 +21,8 @@ class Named(Strict):
 
 
 class Sampler(Named):
-    """tpe (multivariate, grouped), gp (Gaussian process), random or cmaes; papers' points first."""
+    """tpe (independent, or multivariate and grouped), gp (Gaussian process), random or cmaes; the
+    papers' points first."""
 
     name: Literal["tpe", "gp", "random", "cmaes"] = "tpe"
     seed: int | None = Field(None, ge=0, description="defaults to the sweep's seed")
@@ -30,6 +31,11 @@ class Sampler(Named):
         True,
         description="start each study, after the papers' points, from the same model's best "
         "configuration on every other task the study database holds a sweep of (not a grid's)",
+    )
+    multivariate: bool = Field(
+        False,
+        description="TPE models each searched value on its own (Optuna's independent TPE); true "
+        "models them jointly, in the groups that appear together",
     )
     startup_trials: int | None = Field(
         None, ge=0, le=1_000_000, description="random trials before TPE or GP; default budget / 3, 3 to 10"

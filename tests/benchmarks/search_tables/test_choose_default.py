@@ -84,10 +84,12 @@ def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
     choice = json.loads((Path(__file__).parents[3] / "benchmarks/results/default-choice.json").read_text())
     chosen = STRATEGIES[choice["chosen"]]
     assert chosen.sampler != "old", "independent TPE is not a spec setting"
-    assert (Sampler().name, Sampler().paper_points, Sampler().transfer) == (
+    sampler = Sampler()
+    assert (sampler.name, sampler.paper_points, sampler.transfer, sampler.multivariate) == (
         chosen.sampler,
         chosen.paper_points,
         chosen.transfer,
+        chosen.multivariate,
     )
     scheduler = Scheduler()
     assert (scheduler.name, scheduler.grace_period, scheduler.judge_paper_points) == (
@@ -98,3 +100,30 @@ def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
     budget = Budget()
     assert budget.allocate == chosen.allocate and chosen.drop_below is None
     assert not chosen.warm and not chosen.late_grace
+
+
+def test_a_cell_is_read_once_and_a_tie_goes_to_the_one_right_where_random_never_is() -> None:
+    """A replay of a few strategies repeats the full one's cells for the strategies both hold:
+    read once. Two candidates equal on cells behind and median part on the cells without a B."""
+    full = replay(default=[(0.5, 0.4), (0.6, 0.5)], a=[(0.5, 0.4), (0.6, 0.5)])
+    few = replay(default=[(0.5, 0.4), (0.6, 0.5)], b=[(0.5, 0.4), (0.6, 0.5)])
+    unreached = replay(a=[(None, None), (None, None)], b=[(None, None), (None, None)])
+    for verdict in unreached["tasks"]["copying"].values():
+        verdict["B_hours"] = None
+        verdict["strategies"]["a"]["hours_90"] = None
+        verdict["strategies"]["b"]["hours_90"] = 0.6
+    for data, folder in ((full, "t1"), (few, "t1"), (unreached, "t2")):
+        data["settings"] = {"table": folder}
+    result = choose_default.judged({"full": full, "few": few, "unreached": unreached}, ("default", "a", "b"))
+    assert len(result["candidates"]["default"]["cells"]) == 2  # not 4: the two replays of t1 repeat it
+    assert [c["table"] for c in result["candidates"]["b"]["cells"]] == [
+        "few",
+        "few",
+        "unreached",
+        "unreached",
+    ]
+    assert result["candidates"]["a"]["median_ratio_90"] == result["candidates"]["b"]["median_ratio_90"]
+    assert result["candidates"]["a"]["behind_random"] == result["candidates"]["b"]["behind_random"] == 2
+    both = {"full": full, "few": few, "unreached": unreached}
+    assert choose_default.judged(both, ("a", "b"))["chosen"] == "b"
+    assert choose_default.judged(both, ("b", "a"))["chosen"] == "b"  # not the order they are given in

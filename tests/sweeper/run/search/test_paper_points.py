@@ -127,21 +127,31 @@ def test_a_launched_study_counts_its_papers_point_once(tmp_path: Path) -> None:
     store.dispose()
 
 
-@pytest.mark.parametrize("name", ["tpe", "gp"])
-def test_a_conditional_space_draws_only_valid_combinations(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "multivariate", "expected"),
+    [
+        ("tpe", True, "TPE (multivariate, grouped, constant liar)"),
+        ("tpe", False, "TPE (independent, constant liar)"),
+        ("gp", True, "Gaussian process"),
+    ],
+)
+def test_a_conditional_space_draws_only_valid_combinations(
+    name: str, multivariate: bool, expected: str
+) -> None:
     spec = parse_spec(
         dump_spec(
             tiny_spec(
                 models=("ncgru",),
-                sampler={"name": name},
+                sampler={"name": name, "multivariate": multivariate},
                 per_model={"ncgru": {"rho": {"int": [0, 16]}, "neumann_order": {"choice": [0, 2]}}},
             )
         ),
         "s.yaml",
     )
     sampler = make_sampler(spec, "ncgru", 0)
-    expected = "TPE (multivariate, grouped, constant liar)" if name == "tpe" else "Gaussian process"
     assert sampler_text(spec, "ncgru") == f"{expected} after 3 random trials"
+    if name == "tpe":  # Optuna's own switches, as the text says
+        assert (sampler._multivariate, sampler._group) == (multivariate, multivariate)
     study = optuna.create_study(sampler=sampler)
     for _ in range(14):
         trial = study.ask()
