@@ -6,17 +6,18 @@ The rule, over the replays of every recorded table (`replay --out`, one JSON per
    has its lower end above 1.0, or where it is never 90% right within the budget (no point, or no
    lower end);
 2. among the candidates behind random in no cell, the default is the one with the lowest median
-   90%-right point over the cells (a cell where it is never right counts as infinite), to the
-   hundredth of B it is stated to (replays of the same sweeps agree to about 1e-15, not exactly);
+   90%-right point over the cells (a cell where it is never right counts as infinite);
 3. where every candidate is behind random somewhere, the one behind in the fewest cells, then by
    the same median; the result says so;
-4. between candidates equal on both, the one 90% right in more of the cells where random itself
-   never is: such a cell has no B, so the rule counts it as behind and infinite for every
-   candidate, and only this tells apart those that were right there within their budget
-   (`hours_90`).
-A (table, task, W) is read once, from the first replay given that holds the candidate there: a
-replay of a few strategies beside the full one (`--strategies`) adds its candidates, and repeats
-the others' cells (to about 1e-15: the sweeps are seeded alike).
+4. between candidates equal on both (medians within 1e-9: replays of the same sweeps agree to about
+   1e-15, not exactly), the one 90% right in more of the cells where random itself never is: such
+   a cell has no B, so the rule counts it as behind and infinite for every candidate, and only
+   this tells apart those that were right there within their budget (`hours_90`).
+Step 4 and the reading below were added after the third table, where `transfer` and
+`transfer-indep` tied exactly on steps 1-3 and the choice fell to the order of `CANDIDATES`.
+A (recorded table, task, W) is read once, from the first replay given that holds the candidate
+there: a replay of a few strategies beside the full one (`--strategies`) adds its candidates, and
+repeats the others' cells (to about 1e-15: the sweeps are seeded alike).
 Each task is judged by the replay with every choice made without it (the curves race's prior and
 the verdict's fallback noise learned on the other tasks; a transfer's earlier sweeps are the other
 tasks'), so the rule picks on figures no candidate was tuned on.
@@ -45,7 +46,7 @@ def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, 
     """The candidate's 90%-right point and its interval's lower end in every (table, task, W)."""
     out, seen = [], set()
     for table, replay in replays.items():
-        recorded = replay.get("settings", {}).get("table", table)
+        recorded = Path(replay.get("settings", {}).get("table", table)).name  # however it was written
         for task, judged in replay["tasks"].items():
             for key, verdict in judged.items():
                 if not key.startswith("W=") or candidate not in verdict.get("strategies", {}):
@@ -93,15 +94,20 @@ def judged(replays: dict[str, dict[str, Any]], candidates: tuple[str, ...]) -> d
     if not standings:
         raise ValueError("no candidate was replayed in the tables given")
 
-    def standing(candidate: str) -> tuple[int, float, int]:
-        median = standings[candidate]["median_ratio_90"]
-        right_without_b = sum(
-            c["random_never_right"] and c["hours_90"] is not None for c in standings[candidate]["cells"]
-        )
-        stated = math.inf if median is None else round(median, 2)  # to the hundredth it is stated to
-        return standings[candidate]["behind_random"], stated, -right_without_b
+    def median(candidate: str) -> float:
+        value = standings[candidate]["median_ratio_90"]
+        return math.inf if value is None else value
 
-    chosen = min(standings, key=standing)
+    fewest = min(standings[c]["behind_random"] for c in standings)
+    pool = [c for c in standings if standings[c]["behind_random"] == fewest]
+    lowest = min(median(c) for c in pool)
+    tied = [c for c in pool if median(c) <= lowest + 1e-9]  # every infinite one ties with another
+    chosen = max(  # the first given among those equal here too
+        tied,
+        key=lambda c: sum(
+            x["random_never_right"] and x["hours_90"] is not None for x in standings[c]["cells"]
+        ),
+    )
     return {
         "chosen": chosen,
         "behind_random_nowhere": standings[chosen]["behind_random"] == 0,

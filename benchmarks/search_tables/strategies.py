@@ -28,7 +28,7 @@ class Strategy:
         False  # a papers' point trailing its study at a rung stops (scheduler.judge_paper_points)
     )
     transfer: bool = False  # first the other tasks' best configurations, from their earlier sweeps
-    multivariate: bool = True  # the spec's TPE: its values modelled jointly, else each on its own
+    multivariate: bool = True  # TPE models the values jointly (`sampler.multivariate`), else each alone
 
     @property
     def spec_allocate(self) -> str:
