@@ -70,9 +70,8 @@ def kustomize(directory: Path) -> list[Resource]:
     """`kubectl kustomize directory`, parsed; a failed build raises with kustomize's message. The
     repository's own folders are built once per process (the suite does not edit them), each
     caller getting a copy of its own to change."""
-    if directory.resolve().is_relative_to(DEPLOY):
-        return copy.deepcopy(_built(directory.resolve()))
-    return _build(directory)
+    resolved = directory.resolve()
+    return copy.deepcopy(_built(resolved)) if resolved.is_relative_to(DEPLOY) else _build(directory)
 
 
 @cache

@@ -42,11 +42,11 @@ def make_sampler(spec: SweepSpec, model: str, offset: int, papers: int = 0) -> o
     TPE models each searched value on its own by default: on the recorded tables it found a
     winner that rests on one narrow configuration where TPE modelling the values jointly never did
     (benchmarks/README.md, the default's choice). `sampler.multivariate: true` models them jointly,
-    in the groups that appear together (`group`: ρ bounded by the hidden size drawn, Neumann settings
-    only for NC-GRU). `gp` is Optuna's Gaussian-process sampler, for studies of a few dozen trials. Both start after the study's
-    `papers` points and `startup_trials` random draws: a published point is one setting, often
-    tuned for another scale, not a look at the space, and NC-GRU's two would leave a 6-trial study
-    one random draw."""
+    in the groups that appear together (`group`: ρ bounded by the hidden size drawn, Neumann
+    settings only for NC-GRU). `gp` is Optuna's Gaussian-process sampler, for studies of a few
+    dozen trials. Both start after the study's `papers` points and `startup_trials` random draws: a
+    published point is one setting, often tuned for another scale, not a look at the space, and
+    NC-GRU's two would leave a 6-trial study one random draw."""
     seed = (spec.sampler.seed if spec.sampler.seed is not None else spec.seed) + offset
     grid = grid_of(spec.space(model))
     if grid is not None:
