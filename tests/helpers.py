@@ -403,3 +403,31 @@ def add_confirmations(store: object, study_id: int, values: dict[int, float], pa
                     metrics_json=json.dumps({"test_loss": value + 0.01}),
                 )
             )
+
+
+def add_queued_trials(study: object, walls: list[float], slots: int, recorded: bool = True) -> None:
+    """Complete trials as a sweep with more trials than slots leaves them: all suggested at once,
+    each waiting for a free slot, then `walls[i]` seconds in its worker (its report's `wall_time`,
+    unless not `recorded`), so its time from the suggestion counts the wait besides."""
+    import datetime as dt
+
+    import optuna
+
+    from sweeper.store.trial_record import FINAL_METRICS_ATTR, WALL_TIME_METRIC
+
+    suggested = dt.datetime(2026, 1, 1, 12, 0, 0)
+    free = [0.0] * slots  # when each slot is free again, in seconds after the suggestions
+    for number, wall in enumerate(walls):
+        slot = min(range(slots), key=free.__getitem__)
+        free[slot] += wall
+        value = 0.5 - 0.01 * number
+        trial = optuna.trial.create_trial(
+            value=value,
+            intermediate_values={30: value},
+            user_attrs={
+                FINAL_METRICS_ATTR: {"valid_loss": value, **({WALL_TIME_METRIC: wall} if recorded else {})}
+            },
+        )
+        trial.datetime_start = suggested
+        trial.datetime_complete = suggested + dt.timedelta(seconds=free[slot])
+        study.add_trial(trial)  # type: ignore[attr-defined]

@@ -28,8 +28,9 @@ def column(table: Table, header: str, **options: Any) -> None:
 
 
 def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool = False) -> Table:
-    """Per study, best first with the winner marked: trials by state against the budget, training
-    spent, and the best so far; `wide` adds the training steps and the best parameters."""
+    """Per study, best first with the winner marked: trials by state against the budget, the time
+    its finished trials spent in their workers, and the best so far; `wide` adds the training
+    steps and the best parameters."""
     spec = stored_spec(record)
     budget = spec.budget
     time_part = f", {record.elapsed_s:.0f}s" + (f" of {budget.time:.0f}s" if budget.time else "")
@@ -43,7 +44,7 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
         title=title,
         title_justify="left",
         min_width=len(title),
-        caption=STATUS_LEGEND,
+        caption=STATUS_LEGEND + (UNTIMED_LEGEND if any(untimed(s) for s in summaries) else ""),
         caption_justify="left",
     )
     columns = ["model", "best", "done", "pruned", "failed", "live", "budget", "time"]  # `STATUS_LEGEND`
@@ -64,7 +65,7 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
             str(s.counts["FAIL"]) + (f" (+{s.interrupted} interrupted)" if s.interrupted else ""),
             str(s.counts["RUNNING"]),
             str(budget.trials if s.share is None else s.share) + (" (stopped)" if s.race_stopped else ""),
-            f"{s.seconds:.0f}s" + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
+            time_cell(s) + (f" of {budget.study_time:.0f}s" if budget.study_time else ""),
         ]
         if any(gpu.values()):
             cells.append(gpu_cell(gpu[s.model], s.gpu_ids))
@@ -77,7 +78,26 @@ def status_table(record: SweepRecord, summaries: list[StudySummary], wide: bool 
     return table
 
 
-STATUS_LEGEND = "done: complete trials; live: running now; time: the training they spent"
+# `budget.study_time` is spent on the same measure (`sweeper.store.trial_record.worker_seconds`)
+STATUS_LEGEND = (
+    "done: complete trials; live: running now\n"
+    "time: finished trials' own time in their workers (not their wait for one)"
+)
+UNTIMED_LEGEND = "\n≤: no worker time recorded; from the searcher's suggestion, a wait for one included"
+
+
+def untimed(summary: StudySummary) -> bool:
+    """Trials that took time with none of it recorded in their workers: a study's trials that
+    never reported (every report carries the trial's own time), or one written by hand."""
+    return not summary.worker_seconds and round(summary.seconds) > 0
+
+
+def time_cell(summary: StudySummary) -> str:
+    """The study's finished trials' own time in their workers; where none was recorded, their
+    time from the searcher's suggestion, a wait for a worker included, marked as at most that."""
+    if untimed(summary):
+        return f"≤{summary.seconds:.0f}s"
+    return f"{summary.worker_seconds:.0f}s"
 
 
 def gpu_cell(share: float, ids: list[str]) -> str:

@@ -18,7 +18,7 @@ def plan_text(spec: SweepSpec, storage_url: str, tracking_uri: str, address: str
         f", scheduler: {spec.scheduler.name}",
         f"  budget: {budget.trials} trials per study"
         + (f", {budget.iterations:,} training steps per study" if budget.iterations else "")
-        + (f", {budget.study_time:.0f}s of training per study" if budget.study_time else "")
+        + (f", {budget.study_time:.0f}s of trials' worker time per study" if budget.study_time else "")
         + (f", {budget.trial_time:.0f}s per trial" if budget.trial_time else "")
         + (f", {budget.time:.0f}s in all" if budget.time else "")
         + (f", at most {budget.max_concurrent} at once" if budget.max_concurrent else ""),

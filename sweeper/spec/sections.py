@@ -62,7 +62,11 @@ class Budget(Strict):
     )
     time: float | None = Field(None, description="wall-clock budget of the whole sweep, e.g. 2h")
     trial_time: float | None = Field(None, description="a trial running longer fails, e.g. 20m")
-    study_time: float | None = Field(None, description="training time per study, summed over its trials")
+    study_time: float | None = Field(
+        None,
+        description="per study, its finished trials' own time in their workers, summed (a wait for a "
+        "worker not counted), e.g. 2h",
+    )
     max_concurrent: int | None = Field(None, ge=1, le=100_000)
     retries: int = Field(
         2, ge=0, le=100, description="restarts of a trial whose worker died, from its checkpoint"

@@ -59,9 +59,15 @@ def final_metrics(trial: FrozenTrial) -> dict[str, Any]:
     return dict(trial.user_attrs.get(FINAL_METRICS_ATTR, {}))
 
 
+def reported_seconds(metrics: dict[str, Any]) -> float:
+    """A trial's own time in its worker as a report of its metrics gives it (0 before its first)."""
+    return float(metrics.get(WALL_TIME_METRIC, 0.0))
+
+
 def worker_seconds(trials: list[FrozenTrial]) -> float:
-    """The trials' own time in their workers, what a price prices (a wait for a worker left out)."""
-    return sum(float(final_metrics(t).get(WALL_TIME_METRIC, 0.0)) for t in trials)
+    """The trials' own time in their workers, what a price prices and `budget.study_time` spends
+    (a wait for a worker left out): each one's last report's."""
+    return sum(reported_seconds(final_metrics(t)) for t in trials)
 
 
 def parameter_count(trial: FrozenTrial) -> int | None:

@@ -70,7 +70,6 @@ class Progress:
     iterations: int
     run: RunRef | None
     last_step: int = 0
-    seconds: float = 0.0  # training time reported so far (Tune's time_total_s)
     best: float | None = None
     fail_reason: str | None = None
     fail_traceback: str | None = None  # the trial code's own, where it raised
@@ -128,7 +127,6 @@ class ResultRecorder(Searcher):
             return None
         step = int(result["step"])
         progress.last_step = step
-        progress.seconds = float(result.get("time_total_s", progress.seconds))
         progress.metrics = {
             k: v for k, v in result.items() if k not in RAY_KEYS and not k.startswith("config/")
         }

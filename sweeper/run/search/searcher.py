@@ -42,9 +42,11 @@ from sweeper.store.trial_record import (
     SEED_ATTR,
     TRANSFER_ATTR,
     counts_toward_budget,
+    reported_seconds,
     run_params,
     steps_trained,
     trial_seed,
+    worker_seconds,
 )
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ class StudyPlan:
     running: int = 0
     best: float | None = None
     steps: int = 0  # training steps of finished trials
-    seconds: float = 0.0  # their training time
+    seconds: float = 0.0  # their own time in their workers (`worker_seconds`), what `time_budget` caps
 
     @property
     def name(self) -> str:
@@ -119,7 +121,7 @@ class MultiStudySearcher(ResultRecorder):
                 if counts_toward_budget(frozen):
                     plan.counts[frozen.state.name] += 1
                     plan.steps += steps_trained(frozen)
-                    plan.seconds += frozen.duration.total_seconds() if frozen.duration else 0.0
+                    plan.seconds += worker_seconds([frozen])  # as `_tell` counted it
                     if frozen.state == TrialState.COMPLETE:
                         plan.best = self.better(plan.best, frozen.value)
 
@@ -273,7 +275,7 @@ class MultiStudySearcher(ResultRecorder):
         if outcome != TrialEnd.INTERRUPTED:
             plan.counts[state.name] += 1
             plan.steps += live.progress.last_step
-            plan.seconds += live.progress.seconds
+            plan.seconds += reported_seconds(live.progress.metrics)  # what the trial keeps
         plan.best = self.better(plan.best, value)
         if self.race is not None and outcome != TrialEnd.INTERRUPTED:
             self.race.trial_ended(plan, live.trial.number)

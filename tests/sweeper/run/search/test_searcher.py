@@ -14,7 +14,7 @@ from ray.tune.search import Searcher
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
 from sweeper.store.trial_record import INTERRUPTED_ATTR, trial_seed
-from tests.helpers import tiny_spec
+from tests.helpers import add_queued_trials, tiny_spec
 
 
 class RecordingTracker:
@@ -193,6 +193,31 @@ def test_counts_resume_from_the_studies():
     )
     assert sorted(p.done for p in fresh.plans) == [1, 1]
     assert all(p.best == 0.4 for p in fresh.plans)
+
+
+def test_the_study_time_a_resume_reads_back_is_the_time_it_spent_in_the_workers(tmp_path):
+    """`budget.study_time` caps the trials' own time in their workers: a resume reads back what the
+    searcher counted, not the trials' time from their suggestion, which counts their wait for a
+    free slot besides (six trials of 10 s on two slots: 60 s in the workers, 120 s suggested)."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    add_queued_trials(optuna.create_study(study_name="gru", storage=storage), [10.0] * 6, slots=2)
+    spec = parse_spec(yaml.safe_dump(tiny_spec(models=("gru",), budget={"trials": 10})), "t.yaml")
+    study = optuna.load_study(study_name="gru", storage=storage)
+    assert sum(t.duration.total_seconds() for t in study.trials) == 120.0
+    resumed = StudyPlan(study, "gru", None, 10, time_budget=90.0)
+    MultiStudySearcher(spec, [resumed], None, None)
+    assert resumed.seconds == 60.0 and resumed.remaining == 4
+
+    # a trial counted as it ends is read back alike: its last report's `wall_time`, not Tune's clock
+    searcher, (plan,), _ = make(trials=3, models=("gru",))
+    searcher.suggest("a")
+    searcher.on_trial_result("a", {"step": 10, "valid_loss": 0.5, "wall_time": 4.0, "time_total_s": 5.0})
+    searcher.on_trial_complete("a", {"step": 30, "valid_loss": 0.4, "wall_time": 12.0, "time_total_s": 13.5})
+    searcher.suggest("b")
+    searcher.on_trial_complete("b", {"step": 20, "valid_loss": 0.6, "wall_time": 8.0, "time_total_s": 9.0})
+    assert plan.seconds == 20.0
+    fresh = MultiStudySearcher(searcher.spec, [StudyPlan(plan.study, "gru", None, 3)], None, None)
+    assert fresh.plans[0].seconds == plan.seconds
 
 
 def test_non_finite_values_are_not_reported():
