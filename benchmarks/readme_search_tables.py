@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import benchmarks.readme_format as fmt
+from sweeper.results.separation import CLAIMS
 
 SEARCH_TABLES = {  # each recorded table's replay
     "first": "search.json",
@@ -189,27 +190,32 @@ def against() -> str:
 
 
 def confirm() -> str:
-    """How often `sweeper confirm` is wrong, beside the rule it replaced, and what it costs in power."""
+    """How often each of `sweeper confirm`'s claims is wrong at worst (over leaders, gaps and caps),
+    beside the rule it replaced, and how often it decides a clear case (two leaders)."""
     cells = fmt.load("confirm-calibration.json")["cells"]
     rows = []
-    for noise in ("normal", "tables"):
-        for level in (0.9, 0.95):
+    for noise in dict.fromkeys(c["noise"] for c in cells):
+        for level in sorted({c["level"] for c in cells}):
             mine = [c for c in cells if c["noise"] == noise and c["level"] == level]
-            equal = [c for c in mine if c["gap_margins"] == 0]
-            last = [c for c in mine if c["leaders"] == 2 and c["cap"] == max(m["cap"] for m in mine)]
+
+            def made(gap: float, cap: int, claim: str, mine: list = mine) -> str:
+                (cell,) = [c for c in mine if (c["leaders"], c["gap_margins"], c["cap"]) == (2, gap, cap)]
+                return fmt.percent(cell["claims"][claim]["made"])
+
             rows.append(
                 [
                     noise,
                     str(level),
-                    fmt.percent(max(c["wrong_separated"] for c in equal), 1),
-                    fmt.percent(max(c["earlier_rule"]["wrong"] for c in equal)),
-                    fmt.percent(max(c["wrong_separated"] for c in mine), 1),
-                    fmt.percent(next(c["separated"] for c in last if c["gap_margins"] == 2)),
-                    fmt.percent(next(c["tied"] for c in last if c["gap_margins"] == 0)),
+                    *(fmt.percent(max(c["claims"][claim]["wrong"] for c in mine), 1) for claim in CLAIMS),
+                    fmt.percent(max(c["todays_rule"]["wrong"] for c in mine), 1)
+                    + f", {fmt.percent(max(c['todays_rule']['crashed'] for c in mine))}",
+                    made(2.0, 5, "ahead"),
+                    made(2.0, 10, "margin"),
+                    made(0.0, 10, "tie"),
                 ]
             )
-    header = ["seed noise", "level", "equal leaders separated", "the earlier rule", "wrong, any gap"]
-    return fmt.table([*header, "2 apart separated, cap 10", "equal confirmed tied, cap 10"], rows)
+    header = ["seed noise", "level", "wrong at most: ahead", "margin", "tie", "rule replaced: wrong, crashed"]
+    return fmt.table([*header, "2 margins apart: ahead by 5", "margin by 10", "equal: tie by 10"], rows)
 
 
 def default_choice() -> str:

@@ -50,7 +50,8 @@ def fetch(task: str, data_dir: Path) -> None:
 def models(hidden_size: int, input_size: int, wide: bool, as_json: bool) -> None:
     """Registered models, where each is defined, its hyperparameters and its size at a hidden size;
     then the training settings every model shares."""
-    from sweeper.results.outputs import Model, ModelCatalog, dumped, hyperparameters
+    from sweeper.results.json_outputs import dumped, hyperparameters
+    from sweeper.results.outputs import Model, ModelCatalog
     from sweeper.results.tables import hyperparameter_table, model_table
     from trainables.catalog import load_all
     from trainables.hyperparams import TRAINING_HYPERPARAMS
@@ -91,7 +92,8 @@ def models(hidden_size: int, input_size: int, wide: bool, as_json: bool) -> None
 @json_option
 def tasks(wide: bool, as_json: bool) -> None:
     """Registered tasks, where each is defined, and their settings."""
-    from sweeper.results.outputs import TaskCatalog, dumped, task_output
+    from sweeper.results.json_outputs import dumped, task_output
+    from sweeper.results.outputs import TaskCatalog
     from sweeper.results.tables import task_table
     from trainables.catalog import load_all
     from trainables.registry import TASKS

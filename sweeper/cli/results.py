@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) -> None:
     """Per study of SWEEP (default: the latest), best first: trials by state and the best value,
     then the verdict, as the launch ends with it."""
+    from sweeper.results.json_outputs import dumped, sweep_status
     from sweeper.results.odds import sweep_odds
-    from sweeper.results.outputs import dumped, sweep_status
     from sweeper.results.summaries import recorded_baseline, study_summaries
     from sweeper.results.tables import status_table
     from sweeper.results.verdict import verdict
@@ -66,7 +66,7 @@ def summarize(
 ) -> None:
     """Each model's best objective, hyperparameters and parameter count, best first, per task, of
     SWEEP (default: the latest)."""
-    from sweeper.results.outputs import dumped, sweep_status
+    from sweeper.results.json_outputs import dumped, sweep_status
     from sweeper.results.summaries import (
         importances,
         render_markdown,
@@ -159,7 +159,7 @@ def report(
     open) to --out and to the sweep's MLflow experiment, in a run named `report`.
     """
     from sweeper.results.html import report_html
-    from sweeper.results.outputs import report_json
+    from sweeper.results.json_outputs import report_json
     from sweeper.results.tables import cells_table
     from sweeper.run.tracking.tracker import open_tracker
     from sweeper.store.locations import DEFAULT_HOME
@@ -264,7 +264,7 @@ def _reproduction_report(store: Store, record: SweepRecord) -> _Report:
 @json_option
 def list_sweeps(storage: str | None, wide: bool, as_json: bool) -> None:
     """Every sweep in the study database."""
-    from sweeper.results.outputs import dumped, sweep_list
+    from sweeper.results.json_outputs import dumped, sweep_list
     from sweeper.results.tables import sweeps_table
 
     store = open_store(storage)

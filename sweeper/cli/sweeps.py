@@ -284,31 +284,41 @@ def resume(
 @click.option(
     "--seeds",
     type=click.IntRange(1, 1000),
-    default=3,
+    help="Fresh seeds per study: the most each leader runs until the claim is made "
+    "[default: what the verdict suggests, 5 at first; 3 with --every, --task or --model].",
+)
+@click.option(
+    "--claim",
+    type=click.Choice(["ahead", "margin", "tie"]),
+    default="ahead",
     show_default=True,
-    help="Fresh seeds per study: the most, for the two leaders, until they are separated.",
+    help="Stop once this is shown at --level: ahead (the best mean's model is better than every "
+    "other leader), margin (better by more than the tie margin) or tie (every pair within it).",
 )
 @click.option(
     "--level",
     type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
     default=0.95,
     show_default=True,
-    help="Stop once the leaders are separated or their tie is confirmed at this level.",
+    help="The level every claim holds at, whatever the look.",
 )
 @click.option("--every", is_flag=True, help="Every study's best, each with all --seeds seeds.")
 @click.option("--task", help="Only the studies of this task (implies --every).")
 @click.option("--model", help="Only the studies of this model (implies --every).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (docs/json.md).")
 @address_option
 @storage_option
 @results_option
 @verbose_option
 def confirm(
     sweep: str | None,
-    seeds: int,
+    seeds: int | None,
+    claim: str,
     level: float,
     every: bool,
     task: str | None,
     model: str | None,
+    as_json: bool,
     address: str | None,
     storage: str | None,
     results: str | None,
@@ -316,11 +326,13 @@ def confirm(
 ) -> None:
     """Retrain the best configurations of SWEEP (default: the latest) with fresh seeds, unpruned,
     and report mean ± std: the leaders' (the verdict's tie, else the two best) one seed more at a
-    time until one is ahead of the rest by more than the tie margin or their tie is confirmed, at
-    --level whatever the look (or --seeds each are spent), or with --every each study's, --seeds each."""
+    time until --claim is shown at --level whatever the look (or ruled out, or --seeds each are
+    spent), saying where the other claims stand; or with --every each study's, --seeds each."""
+    from sweeper.results.json_outputs import confirm_output, dumped
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
-    from sweeper.run.confirm import confirm_until_separated, run_confirmation, select_studies
+    from sweeper.run.confirm import run_confirmation, select_studies
+    from sweeper.run.confirm_leaders import confirm_leaders, default_cap
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
@@ -331,17 +343,26 @@ def confirm(
         known = ", ".join(f"{s.task}/{s.model}" for s in record.studies)
         raise BadInput(f"no study of {record.name} matches --task/--model (studies: {known})")
     where = where_to_run(store.url, record.tracking_uri or default_tracking_uri(), address, results, verbose)
+    decided = False
     try:
         if every or task or model:
-            end, notes = run_confirmation(store, record, where, seeds=seeds, task=task, model=model)
+            end, notes = run_confirmation(store, record, where, seeds=seeds or 3, task=task, model=model)
         else:
-            end, notes = confirm_until_separated(store, record, where, cap=seeds, level=level)
+            cap = seeds or default_cap(store, record)
+            outcome = confirm_leaders(store, record, where, cap=cap, level=level, claim=claim)
+            end, notes, decided = outcome.end, outcome.notes, outcome.decision is not None
     except (StoreError, MissingGPUs) as exc:
         raise refused(exc) from None
-    for note in notes:
-        click.echo(note)
-    console.print(confirmation_table(record, confirmed(store, record)))
-    click.echo(f"confirmation of {record.name}: {end.status}" + (f" ({end.message})" if end.message else ""))
+    if as_json:
+        record = store.get_sweep(record.name)
+        click.echo(dumped(confirm_output(record, str(end.status), confirmed(store, record), notes, decided)))
+    else:
+        for note in notes:
+            click.echo(note)
+        console.print(confirmation_table(record, confirmed(store, record)))
+        click.echo(
+            f"confirmation of {record.name}: {end.status}" + (f" ({end.message})" if end.message else "")
+        )
     sys.exit(
         EXIT_INTERRUPTED
         if end.status == SweepStatus.INTERRUPTED

@@ -46,7 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.results.loss_scale import as_loss, resolved
 from sweeper.results.retrained import confirmed
-from sweeper.results.separation import tie_margin
+from sweeper.results.separation import suggested_seeds, tie_margin
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import Store, SweepRecord
 from sweeper.store.trial_record import own_trials
@@ -110,7 +110,13 @@ class Odds:
     def tie(self) -> bool:
         return len(self.co_winners) > 1
 
-    def lines(self, sweep: str, seeds: int = 5) -> list[str]:
+    @property
+    def confirmed_seeds(self) -> int:
+        """The most confirmation runs any model's estimate rests on (0: none confirmed yet)."""
+        return max((e.runs for e in self.estimates.values() if e.runs > 1), default=0)
+
+    def lines(self, sweep: str) -> list[str]:
+        seeds = suggested_seeds(self.confirmed_seeds)
         noise = f"seed noise {self.noise.sigma:.3g}, from {self.noise.source}"
         if any(e.search for e in self.estimates.values()):
             noise += "; and how much further each model's search could reach"
@@ -120,7 +126,7 @@ class Odds:
         return [
             f"{names} tie within seed noise (P {self.p_tie:.2f}; {self.winner} ahead in "
             f"{100 * self.p_winner:.0f}%; {noise}): `sweeper confirm {sweep} --seeds {seeds}` "
-            f"gives each of them fresh seeds, up to {seeds}, until they are separated or their tie is confirmed"
+            f"gives each of them fresh seeds, up to {seeds}, until one is shown ahead of the rest"
         ]
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,28 +1,23 @@
 """What `--json` prints: one typed schema per command, so scripts can rely on it.
 
 Each output names its `kind` and schema `version`; a field is added with a new version, never
-renamed. `python -m sweeper.results.outputs` prints the schemas that docs/json.md holds.
+renamed. `python -m sweeper.results.outputs` prints the schemas that docs/json.md holds;
+`sweeper.results.json_outputs` builds each document from what the results layer reads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sweeper.results.odds import Odds
-from sweeper.results.summaries import StudySummary, missing_models, sorted_best_first
-from sweeper.spec.loading import stored_spec
-from sweeper.store.credentials import redact
-from sweeper.store.database import SweepRecord
-
 VERSION = 1
 # what later versions added: status and summarize 2 the verdict's odds, 3 each study's time in its
 # workers beside its price, 4 the odds' `p_tie` and each study's `predicted_worker_hours`, 5 each
-# study's transferred trials and their sources' cost; report 2 the verdict's odds, 3 their `p_tie`
-STATUS_VERSION = 5
+# study's transferred trials and their sources' cost, 6 the claim the latest `confirm` made; report
+# 2 the verdict's odds, 3 their `p_tie`
+STATUS_VERSION = 6
 REPORT_TIE_VERSION = 3
 
 
@@ -111,16 +106,49 @@ class VerdictOdds(Output):
     based_on: dict[str, str]
 
 
+class ConfirmationClaim(Output):
+    """What the latest `sweeper confirm` of the leaders said (`sweeper.results.separation`): the
+    claim `asked` for at `level` and the one it ended on (`outcome`: that claim, or the one that
+    rules it out; None: not decided within the seeds asked), whether each claim (`ahead`, `margin`:
+    ahead by more than the tie margin, `tie`: tie confirmed) was made at its last look, on the
+    leaders' fresh seeds (`runs` each, their `means`), against the tie `margin` in the objective's
+    units (two of the verdict's seed spreads on the sweep's own trials)."""
+
+    asked: Literal["ahead", "margin", "tie"]
+    level: float
+    outcome: Literal["ahead", "margin", "tie"] | None
+    made: dict[str, bool]
+    winner: str
+    means: dict[str, float]
+    runs: dict[str, int]
+    margin: float
+    line: str
+    suggested_seeds: int  # what `confirm --seeds` to ask for next, where it was not decided
+
+
+class ConfirmedRuns(Output):
+    """One study's confirmation runs: its best configuration retrained on fresh seeds."""
+
+    model: str
+    task: str
+    source_trial: int
+    runs: int
+    failed: int
+    mean: float | None
+    std: float | None
+
+
 class SweepStatus(Output):
     """`status` and `summarize`: the studies best first. `partial` is true when some model has no
     complete trial; `missing` names them, and `winner` is then the best of the rest only; `odds`
     (version 2) states the verdict's odds; each study's `worker_seconds` (version 3) is what its
     trials spent in their workers, beside the price, `predicted_worker_hours` (version 4); the
     odds' `p_tie` (version 4) how likely a tie holds; `transferred` (version 5) the trials started
-    from other tasks' sweeps, whose cost `transfer_worker_hours` is not counted in the study's."""
+    from other tasks' sweeps, whose cost `transfer_worker_hours` is not counted in the study's;
+    `confirmation` (version 6) the claim the latest `confirm` of the leaders made, at what level."""
 
     kind: Literal["status", "summarize"]
-    version: Literal[5] = STATUS_VERSION
+    version: Literal[6] = STATUS_VERSION
     sweep: str
     status: str
     objective: Objective
@@ -134,6 +162,22 @@ class SweepStatus(Output):
     job_id: str | None = None  # its Ray job's submission id, when it was submitted to a cluster
     image: str | None = None  # the container image its driver ran in, on a cluster
     odds: VerdictOdds | None = None
+    confirmation: ConfirmationClaim | None = None
+
+
+class ConfirmOutput(Output):
+    """`confirm`: how the confirmation ended (`status`), the leaders' decision (`claim`, None with
+    `--every`, `--task` or `--model` or where fewer than two leaders could be compared), each
+    confirmed study's fresh seeds (`confirmed`: the mean and spread of their objective), and what
+    it said in words (`notes`)."""
+
+    kind: Literal["confirm"] = "confirm"
+    version: Literal[1] = VERSION
+    sweep: str
+    status: str
+    claim: ConfirmationClaim | None
+    confirmed: list[ConfirmedRuns]
+    notes: list[str]
 
 
 class ListedSweep(Output):
@@ -227,73 +271,8 @@ SCHEMAS: dict[str, type[Output]] = {
     "models": ModelCatalog,
     "tasks": TaskCatalog,
     "report": Report,
+    "confirm": ConfirmOutput,
 }
-
-
-def dumped(output: Output) -> str:
-    return output.model_dump_json(indent=2)
-
-
-def sweep_status(
-    record: SweepRecord,
-    summaries: list[StudySummary],
-    kind: Literal["status", "summarize"],
-    importances: dict[str, dict[str, float] | str] | None = None,
-    odds: Odds | None = None,
-) -> SweepStatus:
-    spec = stored_spec(record)
-    objective = spec.resolved_objective()
-    ranked = sorted_best_first(summaries, objective.mode)
-    missing = missing_models(summaries)
-    return SweepStatus(
-        kind=kind,
-        sweep=record.name,
-        status=str(record.status),
-        objective=Objective(metric=objective.metric, mode=objective.mode),
-        elapsed_s=record.elapsed_s,
-        winner=ranked[0].model if ranked and ranked[0].best_value is not None else None,
-        spec_sha256=record.spec_hash,
-        job_id=record.job_id,
-        image=record.image,
-        partial=bool(missing),
-        missing=missing,
-        studies=[
-            Study(
-                study=s.study,
-                task=s.task,
-                model=s.model,
-                best=s.best_value,
-                best_trial=s.best_trial,
-                best_params=s.best_params,
-                parameters=s.parameters,
-                complete=s.counts["COMPLETE"],
-                pruned=s.counts["PRUNED"],
-                failed=s.counts["FAIL"],
-                running=s.counts["RUNNING"],
-                interrupted=s.interrupted,
-                budget=spec.budget.trials if s.share is None else s.share,
-                steps=s.steps,
-                seconds=s.seconds,
-                worker_seconds=s.worker_seconds,
-                sampler=s.sampler,
-                paper_points=[PaperPoint(**vars(p)) for p in s.paper_points],
-                warm_started=s.warm_started,
-                transferred=[Transferred(**vars(t)) for t in s.transferred],
-                transfer_worker_hours=s.transfer_worker_hours,
-                race_stopped=s.race_stopped,
-                last_failure=s.last_failure,
-                common_failure=None
-                if s.common_failure is None
-                else Failure(reason=s.common_failure[0], times=s.common_failure[1]),
-                gpu_share=spec.resources.for_model(s.model)["gpu"],
-                predicted_worker_hours=None if s.predicted_hours is None else list(s.predicted_hours),
-                gpu_ids=s.gpu_ids,
-            )
-            for s in ranked
-        ],
-        importances=importances,
-        odds=None if odds is None else VerdictOdds(**odds.as_dict()),
-    )
 
 
 def schemas_markdown() -> str:
@@ -334,63 +313,6 @@ def schemas_markdown() -> str:
     for name, definition in sorted(definitions.items()):
         lines += [f"### {name}", "", "```json", json.dumps(definition, indent=1), "```", ""]
     return "\n".join(lines)
-
-
-def sweep_list(url: str, records: list[SweepRecord]) -> SweepList:
-    return SweepList(
-        storage=redact(url),
-        sweeps=[
-            ListedSweep(
-                name=r.name,
-                status=str(r.status),
-                task=r.studies[0].task if r.studies else None,
-                studies=len(r.studies),
-                created=r.created_at.isoformat(),
-                elapsed_s=r.elapsed_s,
-                experiment=r.mlflow_experiment_id,
-            )
-            for r in records
-        ],
-    )
-
-
-def hyperparameters(declared: Any) -> list[Hyperparameter]:
-    return [
-        Hyperparameter(
-            name=hp.name, type=hp.kind, default=hp.default, allowed=hp.describe_range(), meaning=hp.help
-        )
-        for hp in declared
-    ]
-
-
-def task_output(entry: Any) -> Task:
-    return Task(
-        name=entry.name,
-        defined_in=entry.defined_in,
-        description=entry.description,
-        objective=entry.objective,
-        mode=entry.mode,
-        settings=[
-            Setting(
-                name=name,
-                type=getattr(fld.annotation, "__name__", str(fld.annotation)),
-                default=fld.default,
-                meaning=fld.description or "",
-            )
-            for name, fld in entry.settings.model_fields.items()
-        ],
-    )
-
-
-def report_json(
-    sweep: str, title: str, rendered: str, odds: Odds | None = None, said: Sequence[str] = ()
-) -> str:
-    """The report's JSON file and `--json`: a comparison's rows (and its verdict's odds), or a
-    reproduction's rows and notes."""
-    data = json.loads(rendered)
-    rows, notes = (data["rows"], data["notes"]) if isinstance(data, dict) else (data, [])
-    verdict = None if odds is None else VerdictOdds(**odds.as_dict())
-    return dumped(Report(sweep=sweep, title=title, rows=rows, notes=[*notes, *said], odds=verdict))
 
 
 if __name__ == "__main__":

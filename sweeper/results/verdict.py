@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sweeper.results.odds import Odds
+from sweeper.results.separation import suggested_seeds
 from sweeper.results.summaries import StudySummary, cost_line, missing_models, sorted_best_first
 from sweeper.spec.loading import stored_spec
 from sweeper.store.database import SweepRecord
@@ -77,9 +78,10 @@ def verdict(
                 f"{s.model}: all {s.counts['FAIL']} trials failed; most often ({times}×): {reason.splitlines()[0]}"
             )
     name = record.name
+    seeds = suggested_seeds(0 if odds is None else odds.confirmed_seeds)
     commands = {
         f"sweeper summarize {name}": "best hyperparameters and sizes",
-        f"sweeper confirm {name} --seeds 5": "fresh seeds until separated or tied",
+        f"sweeper confirm {name} --seeds {seeds}": "fresh seeds until one is shown ahead",
         f"sweeper report {name}": "beside the papers, with figures",
         f"sweeper ui {name}": "the runs in MLflow",
         f"sweeper best {name} --out best": "the best trained networks",

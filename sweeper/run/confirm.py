@@ -12,18 +12,15 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from sweeper.results.odds import signed, sweep_odds
 from sweeper.results.retrained import confirmed, test_metric
-from sweeper.results.separation import FIRST_LOOK, decide
 from sweeper.run.launch import STORED_SPEC_GPUS, Where, connect
 from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.tracking.answer import log_odds
@@ -123,6 +120,8 @@ class ConfirmationSearcher(ResultRecorder):
         self._live: dict[str, tuple[Job, Progress]] = {}
         self._counts: dict[str, dict[str, int]] = {}
         self._budget: dict[str, int] = {}
+        self._values: dict[str, list[float]] = {}  # this invocation's complete runs, per model
+        self._sign = 1.0 if spec.resolved_objective().mode == "min" else -1.0
         for job in jobs:
             self._budget[job.study.model] = self._budget.get(job.study.model, 0) + 1
             self._counts.setdefault(job.study.model, {"complete": 0, "pruned": 0, "fail": 0})
@@ -197,6 +196,8 @@ class ConfirmationSearcher(ResultRecorder):
                 **run,
             )
             self._counts[job.study.model]["complete"] += 1
+            if progress.best is not None:
+                self._values.setdefault(job.study.model, []).append(progress.best)
         else:
             self._update(job, status=ConfirmationStatus.FAILED, message=reason, ended_at=now(), **run)
             self._counts[job.study.model]["fail"] += 1
@@ -222,7 +223,9 @@ class ConfirmationSearcher(ResultRecorder):
                 **counts,
                 "running": running.get(model, 0),
                 "budget": self._budget[model],
-                "best": None,
+                "best": min(self._values[model], key=lambda v: self._sign * v)
+                if self._values.get(model)
+                else None,
             }
             for model, counts in self._counts.items()
         ]
@@ -243,90 +246,6 @@ def run_confirmation(
     if not jobs:
         return RunEnd(record.name, SweepStatus.FINISHED, None), notes
     end = run_jobs(store, record, where, jobs, f"{record.name} confirmation")
-    return end, notes
-
-
-def leaders(store: Store, record: SweepRecord, mode: str) -> list[StudyRecord]:
-    """The studies `confirm` decides between: the verdict's leading tie on the sweep's own trials
-    (its confirmation runs left out, so they never change which models are compared), else the
-    winner and the runner-up; fewer where fewer models have a complete trial."""
-    said = sweep_odds(store, record, confirmations_too=False)
-    if said is None:
-        return []
-    names = said.co_winners
-    if len(names) < 2:
-        ranked = sorted(said.estimates, key=lambda m: signed(said.estimates[m].value, mode))
-        names = ranked[:2]
-    by_model = {s.model: s for s in record.studies}
-    return [by_model[m] for m in names]
-
-
-def seeds_asked(store: Store, studies: list[StudyRecord]) -> int:
-    """The most seeds registered for any of the studies' best trials, by every invocation so far:
-    the look the decision has reached."""
-    asked = 0
-    with store.session() as session:
-        for study_record in studies:
-            best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
-            if best is not None:
-                asked = max(
-                    asked,
-                    session.scalar(
-                        select(func.count())
-                        .select_from(ConfirmationRecord)
-                        .where(
-                            ConfirmationRecord.study_id == study_record.id,
-                            ConfirmationRecord.source_trial == best.number,
-                        )
-                    )
-                    or 0,
-                )
-    return asked
-
-
-def confirm_until_separated(
-    store: Store,
-    record: SweepRecord,
-    where: Where | None,
-    *,
-    cap: int,
-    level: float,
-    run: Callable[[Store, SweepRecord, Any, list[Job], str], RunEnd] | None = None,
-) -> tuple[RunEnd, list[str]]:
-    """Fresh seeds for every leader (`leaders`), one more each per round (two to start), until
-    they are separated or their tie is confirmed at `level` (`separation.decide`, valid at every
-    look, the looks of earlier invocations counted) or each has run `cap`: a clear case costs few
-    seeds. `run` trains a round's jobs (`run_jobs`: Ray trials)."""
-    run = run or run_jobs
-    spec = stored_spec(record)
-    mode = spec.resolved_objective().mode
-    studies = leaders(store, record, mode)
-    if len(studies) < 2:
-        return RunEnd(record.name, SweepStatus.FINISHED, None), [
-            "fewer than two models have a complete trial: nothing to separate"
-        ]
-    names = [s.model for s in studies]
-    look, end = max(FIRST_LOOK, seeds_asked(store, studies)), RunEnd(record.name, SweepStatus.FINISHED, None)
-    while True:
-        jobs, notes = plan_confirmations(store, record, spec, look, studies)
-        if jobs:
-            end = run(store, record, where, jobs, f"{record.name} confirmation ({look} seeds)")
-            if end.status != SweepStatus.FINISHED:
-                return end, notes
-        runs = {c.model: list(c.objectives) for c in confirmed(store, record) if c.model in names}
-        empty = [m for m in names if not runs.get(m)]
-        if empty:  # a leader's every confirmation failed
-            return end, [*notes, f"{' and '.join(empty)}: no complete confirmation run, nothing to compare"]
-        decision = decide({m: runs[m] for m in names}, mode, level, look)
-        if decision.outcome != "undecided" or look >= cap:
-            break
-        look += 1
-    notes.append(decision.line(level))
-    if decision.outcome == "undecided":
-        notes.append(
-            f"not decided within {cap} seeds each: `sweeper confirm {record.name} --seeds {look + 3}` "
-            "looks further, at the same level"
-        )
     return end, notes
 
 

@@ -121,6 +121,8 @@ class SweepRecord(Base):
     tracking_uri: Mapped[str | None] = mapped_column(String(1024))
     mlflow_experiment_id: Mapped[str | None] = mapped_column(String(64))
     message: Mapped[str | None] = mapped_column(Text)
+    # what the latest `confirm` of the leaders said (`separation.Decision.as_dict` and its line)
+    confirmation_json: Mapped[str | None] = mapped_column(Text)
 
     studies: Mapped[list[StudyRecord]] = relationship(
         back_populates="sweep", order_by="StudyRecord.id", cascade="all, delete-orphan"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sweeper.run.tracking.tracker import Tracker
 from sweeper.spec.loading import stored_spec
@@ -87,6 +87,19 @@ def log_odds(tracker: Tracker, store: Store, record: SweepRecord) -> None:
             said = f"P {p:.2f} of being the best"
         tracker.log_parent_metrics(study.mlflow_parent_run_id, {"p_best": p})
         tracker.set_tags(study.mlflow_parent_run_id, {"sweeper.verdict": said})
+
+
+def log_confirmation(tracker: Tracker, record: SweepRecord, said: dict[str, Any]) -> None:
+    """The latest `confirm` of the leaders on their study runs: the claim asked for and at what
+    level, the one made (or "not decided") and the sentence that says it."""
+    tags = {
+        "sweeper.confirm.asked": f"{said['asked']} at {said['level']:g}",
+        "sweeper.confirm.claim": said["outcome"] or "not decided",
+        "sweeper.confirm": said["line"][:5000],
+    }
+    for study in record.studies:
+        if study.mlflow_parent_run_id is not None and study.model in said["runs"]:
+            tracker.set_tags(study.mlflow_parent_run_id, tags)
 
 
 def _summarize_parents(tracker: Tracker, plans: list[StudyPlan]) -> None:

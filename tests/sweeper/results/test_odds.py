@@ -54,8 +54,8 @@ def test_a_clear_winner_is_stated_with_its_probability_and_a_close_pair_as_a_tie
         f"gru and ncgru tie within seed noise (P {close.p_tie:.2f}; gru ahead in {100 * close.p_winner:.0f}%"
     )
     assert said.endswith(
-        "`sweeper confirm denoise-1 --seeds 5` gives each of them fresh seeds, up to 5, until they are "
-        "separated or their tie is confirmed"
+        "`sweeper confirm denoise-1 --seeds 5` gives each of them fresh seeds, up to 5, until one is "
+        "shown ahead of the rest"
     )
     # more seeds behind each estimate narrow the noise, not the margin: the gap of 0.0027 is
     # within 2σ = 0.01, a tie that now surely holds, while a gap beyond the margin separates

@@ -1,5 +1,5 @@
 """Confirmation runs: fresh distinct seeds, unpruned, statistics recomputed from what was stored;
-by default the two leaders' seeds one more at a time until they are separated, few for a clear
+by default the leaders' seeds one more at a time until one is shown ahead, few for a clear
 case and up to the cap for a close one."""
 
 from __future__ import annotations
@@ -14,9 +14,14 @@ import yaml
 from mlflow.tracking import MlflowClient
 from sqlalchemy import select
 
+from sweeper.results.json_outputs import confirm_output, sweep_status
 from sweeper.results.odds import sweep_odds
+from sweeper.results.retrained import confirmed as confirmed_runs
 from sweeper.results.retrained import mean_std
-from sweeper.run.confirm import confirm_seed, confirm_until_separated
+from sweeper.results.summaries import study_summaries
+from sweeper.results.verdict import verdict
+from sweeper.run.confirm import confirm_seed
+from sweeper.run.confirm_leaders import confirm_leaders
 from sweeper.run.launch import create_sweep
 from sweeper.run.tune.runtime import RunEnd
 from sweeper.spec.loading import parse_spec
@@ -90,14 +95,34 @@ def test_confirm_retrains_the_best_configuration_with_fresh_seeds(finished_sweep
             assert row.objective == pytest.approx(min(m.value for m in history))
         assert f"{statistics.fmean(objectives):.5g}" in result.stdout
 
-    again = run_cli([*args[:-1], "3"], finished_sweep.cwd, cli_env(ray_head.env))
+    again = run_cli([*args[:-1], "3", "--json"], finished_sweep.cwd, cli_env(ray_head.env))
     assert again.returncode == 0, again.stdout + again.stderr
+    said = json.loads(again.stdout)
+    assert (said["kind"], said["version"], said["status"], said["claim"]) == ("confirm", 1, "finished", None)
+    assert {c["model"]: c["runs"] for c in said["confirmed"]} == {"gru": 3, "lstm": 3}
     second = rows(finished_sweep.storage, finished_sweep.name)
     for model, model_rows in second.items():
         assert len(model_rows) == 3 and all(r.status == "complete" for r in model_rows)
         assert [(r.id, r.seed, r.objective) for r in model_rows[:2]] == [
             (r.id, r.seed, r.objective) for r in first[model]
         ]
+
+
+def test_the_progress_line_shows_each_leaders_best_confirmation_so_far() -> None:
+    from sweeper.run.confirm import ConfirmationSearcher, Job
+    from sweeper.run.search.recorder import Progress
+
+    spec = parse_spec(yaml.safe_dump(tiny_spec()), "t.yaml")
+    study = StudyRecord(study_name="s/denoise/gru", task="denoise", model="gru")
+    jobs = [Job(k, study, 0, 7 + k, {"lr": 0.01}) for k in (1, 2)]
+    searcher = ConfirmationSearcher(None, spec, jobs, None, None)
+    searcher._update = lambda job, **values: None  # no registry here: only what it counts
+    assert searcher.snapshot()[0]["best"] is None
+    for key, (job, best) in enumerate(zip(jobs, (0.12, 0.09), strict=True)):
+        searcher._live[f"t{key}"] = (job, Progress(iterations=30, run=None, last_step=30, best=best))
+        searcher.on_trial_complete(f"t{key}", {"step": 30, "valid_loss": best})
+    (row,) = searcher.snapshot()
+    assert (row["complete"], row["best"]) == (2, 0.09)
 
 
 class LostDatabase:
@@ -170,49 +195,78 @@ def _trainer(values: dict[str, list[float]], seen: list[int]):
     return run
 
 
-def _confirm(folder: Path, bests: dict[str, list[float]], confirmed: dict[str, list[float]], cap: int = 6):
+def _confirm(
+    folder: Path,
+    bests: dict[str, list[float]],
+    confirmed: dict[str, list[float]],
+    cap: int = 6,
+    claim: str = "ahead",
+):
     """A sweep with these complete trials, confirmed (level 0.95) by runs that end at
     `confirmed`'s values in turn: its store, record, rounds (jobs each) and notes."""
     store, record = _sweep(folder, bests)
     rounds: list[int] = []
-    end, notes = confirm_until_separated(
-        store, record, None, cap=cap, level=0.95, run=_trainer(confirmed, rounds)
+    decided = confirm_leaders(
+        store, record, None, cap=cap, level=0.95, claim=claim, run=_trainer(confirmed, rounds)
     )
-    assert end.status == SweepStatus.FINISHED
-    return store, record, rounds, notes
+    assert decided.end.status == SweepStatus.FINISHED
+    return store, record, rounds, decided.notes
 
 
-def test_confirm_separates_a_clear_case_after_two_seeds_and_says_what_it_rests_on(tmp_path: Path) -> None:
-    clear = {"gru": [0.199, 0.201], "lstm": [0.299, 0.301]}
+def test_confirm_shows_a_clear_case_ahead_after_three_seeds_and_keeps_what_it_said(tmp_path: Path) -> None:
+    """Two seeds each cannot show anything at 95% (the test's ratio is bounded with so few), the
+    third does; the claim is kept on the sweep for status, its JSON and MLflow."""
+    clear = {"gru": [0.199, 0.201, 0.2], "lstm": [0.299, 0.301, 0.3]}
     store, record, rounds, notes = _confirm(tmp_path / "clear", {"gru": [0.2, 0.4], "lstm": [0.3]}, clear)
-    assert rounds == [4]  # two fresh seeds each, then separated
-    assert notes[-1].startswith(
-        "gru ahead of lstm by more than the tie margin at 95% (separated; tie margin 2 "
-    )
-    assert "fresh seeds: gru 2, lstm 2; valid at every look" in notes[-1]
+    assert rounds == [4, 2]  # two fresh seeds each, then one more each: ahead
+    assert notes[-1].startswith("gru ahead of lstm at 95% (tie margin ")
+    assert "fresh seeds: gru 3, lstm 3; valid at every look" in notes[-1]
+    assert notes[-1].endswith("ahead by more than the tie margin: yes; tie confirmed: not yet")
     odds_now = sweep_odds(store, record)
-    assert odds_now.estimates["gru"].source == "2 confirmation runs"
+    assert odds_now.estimates["gru"].source == "3 confirmation runs"
     assert "repeated seeds" in odds_now.noise.source
+
+    kept = store.get_sweep(record.name)
+    status = sweep_status(kept, study_summaries(store, kept), "status")
+    assert status.version == 6 and status.confirmation is not None
+    claim = status.confirmation
+    assert (claim.asked, claim.level, claim.outcome, claim.winner) == ("ahead", 0.95, "ahead", "gru")
+    assert claim.made == {"ahead": True, "margin": True, "tie": False} and claim.runs == {"gru": 3, "lstm": 3}
+    assert claim.line == notes[-1]
+    said = confirm_output(kept, "finished", confirmed_runs(store, kept), notes, claim=True)
+    assert said.claim == claim and [c.runs for c in said.confirmed] == [3, 3]
+
+    client = MlflowClient(kept.tracking_uri)
+    for study in kept.studies:
+        tags = client.get_run(study.mlflow_parent_run_id).data.tags
+        assert tags["sweeper.confirm.asked"] == "ahead at 0.95"
+        assert tags["sweeper.confirm.claim"] == "ahead" and tags["sweeper.confirm"] == notes[-1]
 
 
 def test_confirm_goes_to_its_cap_when_undecided_and_a_later_call_looks_on_from_there(tmp_path: Path) -> None:
-    """Gaps of about one tie margin are neither separated nor tied: each round adds a seed to
-    each leader up to the cap; the next call's first look is the seventh, not the second again."""
+    """Gaps of about one seed spread are neither ahead nor tied: each round adds a seed to each
+    leader up to the cap; the next call's first look is the seventh, not the second again, and
+    both it and the verdict suggest the same seeds."""
     unclear = {"gru": [0.20, 0.30], "lstm": [0.27, 0.33]}
     store, record, rounds, notes = _confirm(tmp_path / "unclear", {"gru": [0.25], "lstm": [0.29]}, unclear)
     assert rounds == [4, 2, 2, 2, 2]  # one more seed each per round, up to six each
-    assert notes[-2].startswith("not decided at 95% after 6 seeds each: gru leads")
-    assert notes[-1].startswith("not decided within 6 seeds each: `sweeper confirm pair-1 --seeds 9`")
+    assert notes[-2].startswith("not decided at 95% after 6 seeds each: gru leads, not yet ahead")
+    assert notes[-1].startswith("not decided within 6 seeds each: `sweeper confirm pair-1 --seeds 12`")
+    kept = store.get_sweep(record.name)
+    said = verdict(kept, study_summaries(store, kept), None, sweep_odds(store, kept))
+    assert any(line.strip().startswith("sweeper confirm pair-1 --seeds 12 ") for line in said)
     later: list[int] = []
-    _, notes = confirm_until_separated(store, record, None, cap=7, level=0.95, run=_trainer(unclear, later))
-    assert later == [2] and "after 7 seeds each" in notes[-2]
+    decided = confirm_leaders(store, record, None, cap=7, level=0.95, run=_trainer(unclear, later))
+    assert later == [2] and "after 7 seeds each" in decided.notes[-2]
+    assert sweep_status(store.get_sweep(record.name), [], "status").confirmation.runs == {"gru": 7, "lstm": 7}
 
 
 def test_confirm_takes_every_model_of_the_leading_tie_and_confirms_a_tie(tmp_path: Path) -> None:
     """Three models within the tie margin of each other in the sweep: all three get fresh seeds;
-    equal means with little spread are a tie confirmed; the fourth, far behind, gets none."""
+    equal means with little spread are a tie confirmed once asked for; the fourth, far behind,
+    gets none."""
     bests = {"gru": [0.250], "lstm": [0.2502], "goru": [0.2504], "scornn": [0.9]}
-    level = {"gru": [0.2499, 0.2501], "lstm": [0.2501, 0.2499], "goru": [0.25, 0.25], "scornn": [0.9]}
-    _, _, rounds, notes = _confirm(tmp_path / "tie", bests, level)
-    assert rounds == [6]
-    assert notes[-1].startswith("gru, lstm and goru tie within the tie margin at 95% (tie confirmed;")
+    level = {"gru": [0.2499, 0.2501], "lstm": [0.2501, 0.2499], "goru": [0.25, 0.2502], "scornn": [0.9]}
+    _, _, rounds, notes = _confirm(tmp_path / "tie", bests, level, claim="tie")
+    assert rounds == [6, 3]
+    assert notes[-1].startswith("gru, lstm and goru tie within the tie margin at 95% (tie margin ")

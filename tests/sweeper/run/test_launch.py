@@ -79,7 +79,7 @@ def test_plan_hides_passwords():
 def test_a_sweep_records_its_ray_job_and_the_image_its_driver_ran_in(tmp_path, monkeypatch):
     import json
 
-    from sweeper.results.outputs import sweep_status
+    from sweeper.results.json_outputs import sweep_status
     from sweeper.results.summaries import study_summaries
 
     monkeypatch.setenv(

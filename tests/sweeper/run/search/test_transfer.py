@@ -11,7 +11,7 @@ import pytest
 import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from sweeper.results.outputs import sweep_status
+from sweeper.results.json_outputs import sweep_status
 from sweeper.results.summaries import search_notes, study_summaries
 from sweeper.run.launch import create_sweep
 from sweeper.run.search.searcher import origin_tags
