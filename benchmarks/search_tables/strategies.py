@@ -56,6 +56,19 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "+gp": Strategy("gp"),
     "+grace": Strategy("tpe", paper_points=True, late_grace=True),
     "transfer-indep": Strategy("tpe", paper_points=True, transfer=True, multivariate=False),
+    # the default one spec setting away, as the service runs each (`OFFERED`)
+    "race-indep": Strategy("tpe", paper_points=True, transfer=True, multivariate=False, allocate="race"),
+    "random-points": Strategy("random", paper_points=True, transfer=True),
+    "gp-points": Strategy("gp", paper_points=True, transfer=True),
+    "points-indep": Strategy("tpe", paper_points=True, multivariate=False),
+}
+OFFERED = {  # the searches a user chooses with one setting, and the strategy that replays each
+    "the default": "transfer-indep",
+    "sampler.multivariate: true": "transfer",
+    "allocate: race": "race-indep",
+    "sampler.name: random": "random-points",
+    "sampler.name: gp": "gp-points",
+    "sampler.transfer: false": "points-indep",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.search_tables import racing, sizes
+from benchmarks.search_tables import racing, sizes, stated_odds
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.prior import seed_spread
 from benchmarks.search_tables.racing import problem_of
@@ -117,6 +117,8 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                         "hours_90_difference": interval,
                         "standing": racing.standing(interval),
                     }
+                row["stated_odds"] = stated_odds.records(mine, info, truth, relative, models)
+                row["stated_by_fraction"] = stated_odds.by_fraction(row["stated_odds"])
                 said = [
                     racing.verdict_outcome(racing.stated_odds(t, info, relative), info, truth) for t in mine
                 ]
