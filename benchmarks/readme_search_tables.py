@@ -119,6 +119,44 @@ def odds() -> str:
     return fmt.table(["table", "task", "calibration problems", "verdicts stating P >= 0.9", "right"], rows)
 
 
+TABLE_LABELS = {"blackbox": "first", "blackbox-hidden": "second", "blackbox-algorithmic": "third"}
+
+
+def odds_offered() -> str:
+    """Per table, task and offered search, at each sweep's end (both W): the verdicts, their mean
+    stated chance as the odds' model said it and as the service states it (recalibrated, judged
+    leave-one-task-out), how often they were right, and how often those stating 0.9 or more were."""
+    cells = fmt.load("odds-calibration.json")["cells"]
+    rows = []
+    for key in dict.fromkeys((c["table"], c["task"], c["search"]) for c in cells):
+        mine = [c for c in cells if (c["table"], c["task"], c["search"]) == key]
+        ends = [c["at 1"] for c in mine]
+        n = sum(e["after"]["verdicts"] for e in ends)
+        if not n:
+            continue
+
+        def mean(field: str, side: str, ends: list = ends, n: int = n) -> float:
+            return sum(e[side][field] * e[side]["verdicts"] for e in ends if e[side]["verdicts"]) / n
+
+        sure = [c["stated_at_least_0.9"] for c in mine]
+        sure_n = sum(x["verdicts"] for x in sure)
+        sure_right = sum(x["right"] * x["verdicts"] for x in sure if x["verdicts"])
+        rows.append(
+            [
+                TABLE_LABELS.get(key[0], key[0]),
+                key[1],
+                f"`{key[2]}`",
+                str(n),
+                f"{mean('mean_stated', 'before'):.2f}",
+                f"{mean('mean_stated', 'after'):.2f}",
+                fmt.percent(mean("right", "after")),
+                f"{fmt.percent(sure_right / sure_n)} of {sure_n}" if sure_n else "none",
+            ]
+        )
+    header = ["table", "task", "search", "verdicts", "stated: modelled", "stated", "right"]
+    return fmt.table([*header, "right, stating >= 0.9"], rows)
+
+
 def side_by_side() -> str:
     """Whether the strategies' order on the first table holds on the second."""
     cells = fmt.load("search-side-by-side.json")["cells"]

@@ -5,7 +5,7 @@ tables between `<!-- table: NAME -->` and `<!-- /table -->` is what `TABLES[NAME
 `benchmarks/results/`. After a benchmark writes new figures, rewrite the tables; the tests check
 that none is stale.
 
-    python -m benchmarks.readme_tables          # rewrite every marked table in place
+    python -m benchmarks.readme_tables          # rewrite every marked table in place, in every page
     python -m benchmarks.readme_tables --check  # exit 1 naming the stale tables
 """
 
@@ -26,6 +26,7 @@ from benchmarks.readme_search_tables import (
     confirm,
     default_choice,
     odds,
+    odds_offered,
     recorded_tables,
     replayed,
     side_by_side,
@@ -34,6 +35,7 @@ from benchmarks.readme_search_tables import (
 )
 
 README = Path(__file__).parent / "README.md"
+PAGES = (README, Path(__file__).parent / "odds.md")  # the README and the generated pages it links
 MARKED = re.compile(r"^<!-- table: (?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- /table -->$", re.M | re.S)
 
 
@@ -149,6 +151,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "recorded-tables": recorded_tables,
     **{f"replayed-{label}": functools.partial(replayed, label) for label in SEARCH_TABLES},
     "odds": odds,
+    "odds-offered": odds_offered,
     "side-by-side": side_by_side,
     "default-choice": default_choice,
     "sizes": sizes,
@@ -177,14 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     """Rewrite the README's tables, or with `--check` exit 1 naming the stale ones (CI's way)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 naming the stale tables, change nothing")
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--readme", type=Path, help="only this page [default: every one, PAGES]")
     args = parser.parse_args(argv)
     if args.check:
-        names = check(args.readme)
-        if names:
-            print(f"{args.readme}: stale tables (run python -m benchmarks.readme_tables): {', '.join(names)}")
-        return 1 if names else 0
-    args.readme.write_text(render(args.readme.read_text()))
+        stale = {page: check(page) for page in ((args.readme,) if args.readme is not None else PAGES)}
+        for page, names in stale.items():
+            if names:
+                print(f"{page}: stale tables (run python -m benchmarks.readme_tables): {', '.join(names)}")
+        return 1 if any(stale.values()) else 0
+    for page in (args.readme,) if args.readme is not None else PAGES:
+        page.write_text(render(page.read_text()))
     return 0
 
 

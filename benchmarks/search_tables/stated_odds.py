@@ -2,8 +2,9 @@
 what `sweeper status` would say after a quarter and half of the sweep's trials had ended, and
 what the sweep ends with (`racing.stated_odds`, the service's own `odds`), each verdict kept as a
 compact record (the share of trials ended, the stated chance to be right, whether it was, whether
-it named a tie, the fewest complete trials of any model by then) for the odds' calibration to
-learn from and judge (`odds_calibration`)."""
+it named a tie, the fewest complete trials of any model by then, whether the verdict warned that
+the search may have missed a rival's best, `odds.few_draws`) for the odds' calibration to learn
+from and judge (`odds_calibration`)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ import numpy as np
 
 from benchmarks.search_tables import racing
 from benchmarks.search_tables import table as tables
+from benchmarks.search_tables.strategies import STRATEGIES, sweep_spec
 from benchmarks.search_tables.verdicts import Truth
+from sweeper.results.odds import few_draws
+from sweeper.spec.space import searched_count
 
 FRACTIONS = (0.25, 0.5, 1.0)  # of the sweep's trials, in the order they ended
-FIELDS = ("fraction", "stated", "right", "tie", "fewest_complete")
+FIELDS = ("fraction", "stated", "right", "tie", "fewest_complete", "warned")
+
+
+def searched_values(table: tables.Table, task: str, trials: int) -> dict[str, int]:
+    """Each model's searched values in the benchmark's sweep of `task` (every strategy's alike)."""
+    spec = sweep_spec(task, STRATEGIES["transfer-indep"], 0, table.settings, trials, list(table.curves[task]))
+    return {m: searched_count(spec, m) for m in table.curves[task]}
 
 
 def at_fraction(trace: dict[str, Any], fraction: float) -> dict[str, Any]:
@@ -34,29 +44,24 @@ def records(
     info: tables.TaskInfo,
     truth: Truth,
     relative: float,
-    models: tuple[str, ...],
+    searched: dict[str, int],
 ) -> dict[str, list[float]]:
     """Every verdict the sweeps state at `FRACTIONS`, one entry per field (`FIELDS`); a sweep that
-    names no winner yet (nothing learned beyond the baseline, or no complete trial) states none."""
+    names no winner yet (nothing learned beyond the baseline, or no complete trial) states none.
+    `searched`: each model's searched values."""
     kept: dict[str, list[float]] = {name: [] for name in FIELDS}
     for trace in traces:
         for fraction in FRACTIONS:
             now = at_fraction(trace, fraction)
-            said = racing.verdict_outcome(racing.stated_odds(now, info, relative), info, truth)
-            if said is None:
+            odds = racing.stated_odds(now, info, relative)
+            said = racing.verdict_outcome(odds, info, truth)
+            if odds is None or said is None:
                 continue
-            complete = [t["model"] for t in now["trials"] if t["state"] == "COMPLETE"]
-            for name, value in zip(
-                FIELDS,
-                (
-                    fraction,
-                    said["stated"],
-                    said["right"],
-                    said["tie"],
-                    min(complete.count(m) for m in models),
-                ),
-                strict=True,
-            ):
+            done = [t["model"] for t in now["trials"] if t["state"] == "COMPLETE"]
+            complete = {m: done.count(m) for m in searched}
+            warned = bool(few_draws(complete, searched, odds.winner))
+            values = (fraction, said["stated"], said["right"], said["tie"], min(complete.values()), warned)
+            for name, value in zip(FIELDS, values, strict=True):
                 kept[name].append(float(value))
     return kept
 

@@ -72,6 +72,7 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
 
         worst = racing.worst_value(table, task, truth)
         models = tuple(table.curves[task])
+        searched = stated_odds.searched_values(table, task, args.trials)
         entry: dict[str, Any] = {
             "baseline": table.baselines[task],
             "truth": {
@@ -117,7 +118,7 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                         "hours_90_difference": interval,
                         "standing": racing.standing(interval),
                     }
-                row["stated_odds"] = stated_odds.records(mine, info, truth, relative, models)
+                row["stated_odds"] = stated_odds.records(mine, info, truth, relative, searched)
                 row["stated_by_fraction"] = stated_odds.by_fraction(row["stated_odds"])
                 said = [
                     racing.verdict_outcome(racing.stated_odds(t, info, relative), info, truth) for t in mine

@@ -44,11 +44,14 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sweeper.results.calibration import calibrated, search_of
 from sweeper.results.loss_scale import as_loss, resolved
 from sweeper.results.retrained import confirmed
 from sweeper.results.separation import suggested_seeds, tie_margin
 from sweeper.spec.loading import stored_spec
+from sweeper.spec.space import searched_count
 from sweeper.store.database import Store, SweepRecord
+from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import own_trials
 
 SEED_NOISE = Path(__file__).with_name("seed_noise.json")
@@ -70,6 +73,18 @@ class Estimate:
 
 
 TOP = 4  # complete trials whose gaps give a model's search spread
+FEW_DRAWS = 2  # complete trials per searched value below which a model's best may lie where none looked
+
+
+def few_draws(complete: dict[str, int], searched: dict[str, int], winner: str) -> dict[str, tuple[int, int]]:
+    """The winner's rivals drawn too thinly to rule out a better configuration of theirs: fewer
+    complete trials than `FEW_DRAWS` per searched value (their complete trials, searched values).
+    The winner's own best can only improve, which the answer does not change."""
+    return {
+        m: (complete.get(m, 0), n)
+        for m, n in searched.items()
+        if m != winner and n and complete.get(m, 0) < FEW_DRAWS * n
+    }
 
 
 def search_spread(values: list[float], mode: str) -> float | None:
@@ -105,6 +120,10 @@ class Odds:
     noise: Noise
     estimates: dict[str, Estimate] = field(default_factory=dict)
     p_tie: float | None = None  # P(every co-winner's true value is tied with the best); None: no tie
+    # where the stated chance was recalibrated (`calibration`): what the model of the odds said
+    modelled: float | None = None
+    # rivals whose best may lie where the search has not looked (`few_draws`): complete, searched
+    thin: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def tie(self) -> bool:
@@ -115,19 +134,41 @@ class Odds:
         """The most confirmation runs any model's estimate rests on (0: none confirmed yet)."""
         return max((e.runs for e in self.estimates.values() if e.runs > 1), default=0)
 
+    @property
+    def stated(self) -> float:
+        """The chance the verdict states: that its tie holds where it names one, else that its
+        winner is the true one."""
+        return self.p_tie if self.tie and self.p_tie is not None else self.p_winner
+
     def lines(self, sweep: str) -> list[str]:
         seeds = suggested_seeds(self.confirmed_seeds)
         noise = f"seed noise {self.noise.sigma:.3g}, from {self.noise.source}"
         if any(e.search for e in self.estimates.values()):
             noise += "; and how much further each model's search could reach"
+        if self.modelled is not None:
+            noise += (
+                f"; {self.modelled:.2f} by that model, recalibrated to how often such verdicts were "
+                "right on the recorded tables' replayed sweeps"
+            )
+        warning = [] if not self.thin else [self.thin_line()]
         if not self.tie:
-            return [f"P({self.winner} is the true winner) = {self.p_winner:.2f} ({noise})"]
+            return [f"P({self.winner} is the true winner) = {self.p_winner:.2f} ({noise})", *warning]
         names = " and ".join([", ".join(self.co_winners[:-1]), self.co_winners[-1]])
         return [
             f"{names} tie within seed noise (P {self.p_tie:.2f}; {self.winner} ahead in "
             f"{100 * self.p_winner:.0f}%; {noise}): `sweeper confirm {sweep} --seeds {seeds}` "
-            f"gives each of them fresh seeds, up to {seeds}, until one is shown ahead of the rest"
+            f"gives each of them fresh seeds, up to {seeds}, until one is shown ahead of the rest",
+            *warning,
         ]
+
+    def thin_line(self) -> str:
+        """The word that the search may have missed a rival's best, and what it rests on."""
+        drawn = ", ".join(f"{m} {c} over {n} searched values" for m, (c, n) in self.thin.items())
+        return (
+            f"the search may have missed a better configuration of a rival ({drawn}: fewer than "
+            f"{FEW_DRAWS} complete trials a value); the odds count only what it drew, and `confirm` "
+            "re-seeds only what it found: a longer sweep looks further"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +177,8 @@ class Odds:
             "p_best": self.p_best,
             "co_winners": self.co_winners,
             "p_tie": self.p_tie,
+            "p_modelled": self.modelled,
+            "few_draws": {m: list(v) for m, v in self.thin.items()},
             "noise": self.noise.sigma,
             "noise_source": self.noise.source,
             "based_on": {m: e.source for m, e in self.estimates.items()},
@@ -250,11 +293,15 @@ def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True
     estimates: dict[str, Estimate] = {}
     spreads: dict[str, float | None] = {}
     pairs: list[float] = []
+    complete: dict[str, int] = {}
+    ended = 0
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         trials = own_trials(study, (TrialState.COMPLETE,))
         pairs += near_identical(trials, mode)
         model = study_record.model
+        complete[model] = len(trials)
+        ended += len(own_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
         spreads[model] = search_spread([float(t.value) for t in trials], mode)  # type: ignore[arg-type]
         if model in confirmations:
             runs = confirmations[model].objectives
@@ -266,4 +313,30 @@ def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True
         return None
     repeated = [list(c.objectives) for c in confirmations.values()]
     winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
-    return odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value, mode), mode)
+    said = odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value, mode), mode)
+    if said is None:
+        return None
+    spec = stored_spec(record)
+    searched = {s.model: searched_count(spec, s.model) for s in record.studies}
+    said = dataclasses.replace(said, thin=few_draws(complete, searched, said.winner))
+    if confirmations:  # the map was learned on sweeps' own trials, not on fresh seeds
+        return said
+    planned = spec.budget.trials * len(record.studies)
+    share = 1.0 if record.status == SweepStatus.FINISHED or not planned else ended / planned
+    return recalibrated(said, search_of(spec.sampler, spec.budget.allocate), share)
+
+
+def recalibrated(said: Odds, search: str, ended: float) -> Odds:
+    """The odds with their stated chance replaced by how often such verdicts were right
+    (`calibration`) with `ended` of the sweep's trials ended, the other models' chances scaled to
+    the rest."""
+    modelled = said.stated
+    stated = calibrated(modelled, ended, search)
+    if stated == modelled:
+        return said
+    if said.tie:
+        return dataclasses.replace(said, p_tie=stated, modelled=modelled)
+    rest = 1.0 - said.p_winner
+    scale = (1.0 - stated) / rest if rest > 0 else 0.0
+    p_best = {m: stated if m == said.winner else p * scale for m, p in said.p_best.items()}
+    return dataclasses.replace(said, p_winner=stated, p_best=p_best, modelled=modelled)

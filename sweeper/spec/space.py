@@ -58,6 +58,13 @@ def searched_names(spec: SweepSpec) -> list[str]:
     return list(names)
 
 
+def searched_count(spec: SweepSpec, model: str) -> int:
+    """How many values one model's study searches: the dimensions its trials are drawn in."""
+    return sum(
+        isinstance(v, IntRange | FloatRange | Choice | Grid | Fraction) for v in spec.space(model).values()
+    )
+
+
 def _value_of(
     name: str, params: Mapping[str, Any], space: Mapping[str, Any], declared: Mapping[str, Hyperparam]
 ) -> Any:
