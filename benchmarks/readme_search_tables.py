@@ -157,6 +157,21 @@ def odds_offered() -> str:
     return fmt.table([*header, "right, stating >= 0.9"], rows)
 
 
+def odds_summary() -> str:
+    """The recalibration judged leave-one-task-out, over every (table, task, W, offered search)."""
+    summary = fmt.load("odds-calibration.json")["summary"]
+    rows = [
+        [
+            str(summary["cells"]),
+            f"{summary['agree_before']} → {summary['agree_after']}",
+            f"{summary['worst_gap_before']:.2f} → {summary['worst_gap_after']:.2f}",
+            fmt.of(summary["bins_agreeing"], summary["bins_judged"]),
+        ]
+    ]
+    header = ["cells", "stated within 0.1 of right (or its interval)", "worst gap", "bins agreeing"]
+    return fmt.table(header, rows)
+
+
 def side_by_side() -> str:
     """Whether the strategies' order on the first table holds on the second."""
     cells = fmt.load("search-side-by-side.json")["cells"]

@@ -3,9 +3,10 @@ sweeps' verdicts (`stated_odds` records, every offered search, a quarter, half a
 sweep) and judged leave-one-task-out, then learned from every recorded task and shipped with the
 service (`sweeper/results/odds_calibration.json`, read by `sweeper.results.calibration`).
 
-The map is a logistic regression of whether a verdict was right on the logit of the chance it
-stated, the share of the sweep's trials ended, and the search it came from
-(`sweeper.results.calibration.FEATURES`), with a weak ridge. Judging a task, it is learned
+The map is a logistic regression of whether an end-of-sweep verdict was right on the logit of the
+chance it stated, whether it named a tie, and the search it came from
+(`sweeper.results.calibration.FEATURES`), with a weak ridge; as the service does, it replaces the
+stated chance at a sweep's end only, and mid-sweep verdicts keep the odds' own. Judging a task, it is learned
 from every other task's verdicts on every table, never from any table's runs of the task judged.
 Per (table, task, W, offered search), at the sweep's end and mid-way: the verdicts, their mean
 stated chance before and after, the share right with its 95% Wilson interval, whether the stated
@@ -145,6 +146,7 @@ def judge(rows: list[dict[str, Any]], calibrated: np.ndarray) -> list[dict[str, 
                 "before": agrees(raw[at], right[at]),
                 "after": agrees(calibrated[at], right[at]),
             }
+        mine = mine & (fraction == 1.0)  # below: the verdicts sweeps end with
         sure = mine & (calibrated >= 0.9)
         cell["stated_at_least_0.9"] = {
             "verdicts": int(sure.sum()),
@@ -157,6 +159,25 @@ def judge(rows: list[dict[str, Any]], calibrated: np.ndarray) -> list[dict[str, 
         cell["bins"] = bins(calibrated[mine], right[mine])
         cells.append(cell)
     return cells
+
+
+def warned(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task, the sweeps' end verdicts with and without the word that the search may have
+    missed a rival's best (`sweeper.results.odds.few_draws`): how many, and how often right."""
+    out = {}
+    for task in sorted({r["task"] for r in rows}):
+        ended = [r for r in rows if r["task"] == task and r["fraction"] == 1.0]
+        out[task] = {
+            side: {
+                "verdicts": len(mine),
+                "right": float(np.mean([r["right"] for r in mine])) if mine else None,
+            }
+            for side, mine in (
+                ("warned", [r for r in ended if r["warned"]]),
+                ("not warned", [r for r in ended if not r["warned"]]),
+            )
+        }
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,11 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the replays hold no offered search's stated odds", file=sys.stderr)
         return 2
     tasks = sorted({r["task"] for r in rows})
-    calibrated = np.zeros(len(rows))
+    ends = [r for r in rows if r["fraction"] == 1.0]
+    calibrated = np.array([r["stated"] for r in rows])  # mid-sweep: the odds' own
     maps = {}
     for task in tasks:  # leave one task out: learned from every other task, on every table
-        beta = fit([r for r in rows if r["task"] != task])
-        mine = [k for k, r in enumerate(rows) if r["task"] == task]
+        beta = fit([r for r in ends if r["task"] != task])
+        mine = [k for k, r in enumerate(rows) if r["task"] == task and r["fraction"] == 1.0]
         calibrated[mine] = apply(beta, [rows[k] for k in mine])
         maps[task] = beta.tolist()
     cells = judge(rows, calibrated)
@@ -194,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             abs(e["after"]["mean_stated"] - e["after"]["right"]) for e in ended if e["after"]["verdicts"]
         ),
     }
+    summary["warned"] = warned(rows)
     command = shlex.join(
         ["python", "-m", "benchmarks.search_tables.odds_calibration", *(argv or sys.argv[1:])]
     )
@@ -227,9 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                 for p in args.replays
             ],
             "tasks": tasks,
-            "verdicts": len(rows),
+            "verdicts": len(ends),
             "features": list(FEATURES),
-            "coefficients": fit(rows).tolist(),
+            "coefficients": fit(ends).tolist(),
         }
         args.ship.write_text(json.dumps(shipped, indent=1) + "\n")
     return 0

@@ -3,13 +3,15 @@
 The odds (`sweeper.results.odds`) model seed noise and how much further each model's search could
 reach; on the recorded tables' replayed sweeps that model understates its chance where the answer
 was found early (the default, 0.5 stated where 9 in 10 were right) and overstates it where one
-narrow configuration wins and the search missed it (multivariate TPE on parenthesis). A logistic
-map of the stated chance's logit, the share of the sweep's trials that have ended, and which
-search the sweep runs (`SEARCHES`: the default, or one setting away from it) turns it into the
-chance such verdicts were right on the replays. Of the inputs tried, these judged best leave one
-task out (whether the verdict names a tie, whether a model has no complete trial yet, the odds
-without their search term and the trials per model added nothing there). It was learned from
-every recorded task's replayed verdicts (`odds_calibration.json`: the replays and the command, in
+narrow configuration wins and the search missed it (multivariate TPE on parenthesis). At a
+sweep's end, a logistic map of the stated chance's logit, whether the verdict names a tie, and
+which search the sweep ran (`SEARCHES`: the default, or one setting away from it) turns it into the
+chance such verdicts were right on the replays. Of the inputs and uses tried, these judged best
+leave one task out; the share of the sweep ended, whether a model had no complete trial, the odds
+without their search term and the trials per model added nothing, and a map applied mid-sweep
+agreed with the hit rate less often than the model's own odds there, so a running sweep states
+those. It was learned from every recorded task's replayed end-of-sweep verdicts
+(`odds_calibration.json`: the replays and the command, in
 `benchmarks/search_tables/odds_calibration.py`, which also judges it leave-one-task-out).
 """
 
@@ -30,7 +32,7 @@ SEARCHES = (  # the default, then each search one spec setting away from it
     "sampler.name: gp",
     "sampler.transfer: false",
 )
-FEATURES = ("intercept", "logit stated", "share ended", *(f"search: {s}" for s in SEARCHES[1:]))
+FEATURES = ("intercept", "logit stated", "tie", *(f"search: {s}" for s in SEARCHES[1:]))
 CLIP = 1e-3  # a stated chance is taken within [CLIP, 1 - CLIP]: 20,000 draws resolve no finer
 
 
@@ -72,11 +74,11 @@ def shipped() -> tuple[float, ...] | None:
     return tuple(data["coefficients"])
 
 
-def calibrated(stated: float, ended: float, search: str) -> float:
+def calibrated(stated: float, tie: bool, search: str) -> float:
     """The chance that a verdict stating `stated` is right, by the shipped map (the stated chance
     itself where none is shipped)."""
     beta = shipped()
     if beta is None:
         return stated
-    z = sum(b * x for b, x in zip(beta, features(stated, ended, search), strict=True))
+    z = sum(b * x for b, x in zip(beta, features(stated, tie, search), strict=True))
     return 1 / (1 + math.exp(-z))

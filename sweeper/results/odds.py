@@ -73,7 +73,7 @@ class Estimate:
 
 
 TOP = 4  # complete trials whose gaps give a model's search spread
-FEW_DRAWS = 2  # complete trials per searched value below which a model's best may lie where none looked
+FEW_DRAWS = 1  # complete trials per searched value below which a model's best may lie where none looked
 
 
 def few_draws(complete: dict[str, int], searched: dict[str, int], winner: str) -> dict[str, tuple[int, int]]:
@@ -165,8 +165,8 @@ class Odds:
         """The word that the search may have missed a rival's best, and what it rests on."""
         drawn = ", ".join(f"{m} {c} over {n} searched values" for m, (c, n) in self.thin.items())
         return (
-            f"the search may have missed a better configuration of a rival ({drawn}: fewer than "
-            f"{FEW_DRAWS} complete trials a value); the odds count only what it drew, and `confirm` "
+            f"the search may have missed a better configuration of a rival ({drawn}: fewer complete "
+            "trials than searched values); the odds count only what it drew, and `confirm` "
             "re-seeds only what it found: a longer sweep looks further"
         )
 
@@ -294,14 +294,12 @@ def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True
     spreads: dict[str, float | None] = {}
     pairs: list[float] = []
     complete: dict[str, int] = {}
-    ended = 0
     for study_record in record.studies:
         study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
         trials = own_trials(study, (TrialState.COMPLETE,))
         pairs += near_identical(trials, mode)
         model = study_record.model
         complete[model] = len(trials)
-        ended += len(own_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
         spreads[model] = search_spread([float(t.value) for t in trials], mode)  # type: ignore[arg-type]
         if model in confirmations:
             runs = confirmations[model].objectives
@@ -319,19 +317,17 @@ def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True
     spec = stored_spec(record)
     searched = {s.model: searched_count(spec, s.model) for s in record.studies}
     said = dataclasses.replace(said, thin=few_draws(complete, searched, said.winner))
-    if confirmations:  # the map was learned on sweeps' own trials, not on fresh seeds
+    # the map was learned on finished sweeps' own trials: not mid-sweep, nor on fresh seeds
+    if confirmations or record.status != SweepStatus.FINISHED:
         return said
-    planned = spec.budget.trials * len(record.studies)
-    share = 1.0 if record.status == SweepStatus.FINISHED or not planned else ended / planned
-    return recalibrated(said, search_of(spec.sampler, spec.budget.allocate), share)
+    return recalibrated(said, search_of(spec.sampler, spec.budget.allocate))
 
 
-def recalibrated(said: Odds, search: str, ended: float) -> Odds:
-    """The odds with their stated chance replaced by how often such verdicts were right
-    (`calibration`) with `ended` of the sweep's trials ended, the other models' chances scaled to
-    the rest."""
+def recalibrated(said: Odds, search: str) -> Odds:
+    """The odds with their stated chance replaced by how often such verdicts were right at a
+    sweep's end (`calibration`), the other models' chances scaled to the rest."""
     modelled = said.stated
-    stated = calibrated(modelled, ended, search)
+    stated = calibrated(modelled, said.tie, search)
     if stated == modelled:
         return said
     if said.tie:

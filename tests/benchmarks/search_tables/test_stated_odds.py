@@ -51,7 +51,7 @@ def test_each_verdict_is_kept_with_its_share_stated_chance_and_whether_it_was_ri
     assert kept["fraction"] == [0.25, 0.5, 1.0]
     assert kept["right"] == [0.0, 1.0, 1.0] and kept["tie"] == [0.0, 0.0, 0.0]
     assert kept["fewest_complete"] == [0.0, 1.0, 2.0]
-    assert kept["warned"] == [1.0, 1.0, 0.0]  # a rival with fewer than 2 complete trials a value
+    assert kept["warned"] == [1.0, 0.0, 0.0]  # a rival with fewer complete trials than searched values
     assert kept["stated"][0] == pytest.approx(1.0) and 0.5 < kept["stated"][2] <= 1.0
     summary = stated_odds.by_fraction(kept)
     assert summary["0.25"] == {"named": 1, "right": 0.0, "mean_stated": pytest.approx(kept["stated"][0])}

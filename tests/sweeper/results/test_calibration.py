@@ -18,13 +18,13 @@ from sweeper.spec.loading import parse_spec
 from tests.helpers import tiny_spec
 
 
-def test_a_verdict_becomes_the_maps_inputs_with_its_chance_and_share_clipped() -> None:
-    said = features(1.0, 0.5, "allocate: race")
-    assert len(said) == len(FEATURES) and said[:3] == [1.0, pytest.approx(math.log(999)), 0.5]
+def test_a_verdict_becomes_the_maps_inputs_with_its_chance_clipped() -> None:
+    said = features(1.0, True, "allocate: race")
+    assert len(said) == len(FEATURES) and said[:3] == [1.0, pytest.approx(math.log(999)), 1.0]
     assert said[3:] == [float(s == "allocate: race") for s in SEARCHES[1:]]
-    assert features(0.5, 1.7, "the default")[1:] == [0.0, 1.0, *([0.0] * (len(SEARCHES) - 1))]
+    assert features(0.5, False, "the default")[1:] == [0.0, 0.0, *([0.0] * (len(SEARCHES) - 1))]
     with pytest.raises(ValueError, match="unknown search 'bayes'"):
-        features(0.5, 1.0, "bayes")
+        features(0.5, False, "bayes")
 
 
 @pytest.mark.parametrize(
@@ -56,29 +56,30 @@ def test_the_odds_state_the_maps_chance_and_keep_what_their_model_said(
         "min",
     )
     assert not said.tie
-    beta = [-0.5, 1.0, 1.0, *([0.0] * (len(FEATURES) - 3))]
+    beta = [0.5, 1.0, -1.0, *([0.0] * (len(FEATURES) - 3))]
     shipped = tmp_path / "odds_calibration.json"
     shipped.write_text(json.dumps({"features": list(FEATURES), "coefficients": beta}))
     monkeypatch.setattr(calibration, "SHIPPED", shipped)
     calibration.shipped.cache_clear()
     try:
-        now = recalibrated(said, "the default", ended=1.0)
+        now = recalibrated(said, "the default")
         expected = 1 / (1 + math.exp(-(0.5 + math.log(said.p_winner / (1 - said.p_winner)))))
         assert now.p_winner == pytest.approx(expected) and now.modelled == said.p_winner
         assert sum(now.p_best.values()) == pytest.approx(1.0) and now.p_best["gru"] == now.p_winner
         assert now.lines("s-1")[0].startswith(f"P(gru is the true winner) = {now.p_winner:.2f}")
         assert "recalibrated to how often such verdicts were right" in now.lines("s-1")[0]
-        assert recalibrated(said, "the default", ended=0.25).p_winner < now.p_winner
+        assert recalibrated(said, "allocate: race").p_winner == now.p_winner  # no offset for it here
         tie = odds({"gru": Estimate(0.100, 1, "b"), "lstm": Estimate(0.101, 1, "b")}, said.noise, "min")
-        tied = recalibrated(tie, "the default", ended=1.0)
+        tied = recalibrated(tie, "the default")
         assert tie.tie and tied.modelled == tie.p_tie and tied.p_winner == tie.p_winner
-        assert tied.p_tie == pytest.approx(calibrated(tie.p_tie, 1.0, "the default"))
+        assert tied.p_tie == pytest.approx(calibrated(tie.p_tie, True, "the default"))
+        assert tied.p_tie < calibrated(tie.p_tie, False, "the default")
     finally:
         calibration.shipped.cache_clear()
     monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none.json")
     try:
-        assert calibrated(0.7, 1.0, "the default") == 0.7
-        assert recalibrated(said, "the default", 1.0) is said
+        assert calibrated(0.7, False, "the default") == 0.7
+        assert recalibrated(said, "the default") is said
     finally:
         calibration.shipped.cache_clear()
 
@@ -90,6 +91,6 @@ def test_a_map_learned_on_other_inputs_is_refused(monkeypatch: pytest.MonkeyPatc
     calibration.shipped.cache_clear()
     try:
         with pytest.raises(ValueError, match="learned on other features"):
-            calibrated(0.5, 1.0, "the default")
+            calibrated(0.5, False, "the default")
     finally:
         calibration.shipped.cache_clear()

@@ -297,7 +297,7 @@ def steady_lines(sample: str) -> list[str]:
     return [
         line
         for line in sample.splitlines()
-        if not line.startswith(("winner:", "P(", "cost:"))
+        if not line.startswith(("winner:", "P(", "cost:", "the search may"))
         and not (line.startswith("  ") and not line.lstrip().startswith("sweeper"))
     ]
 
