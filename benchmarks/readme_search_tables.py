@@ -128,7 +128,9 @@ def odds_offered() -> str:
     leave-one-task-out), how often they were right, and how often those stating 0.9 or more were."""
     cells = fmt.load("odds-calibration.json")["cells"]
     rows = []
-    for key in dict.fromkeys((c["table"], c["task"], c["search"]) for c in cells):
+    order = list(TABLE_LABELS)
+    keys = dict.fromkeys((c["table"], c["task"], c["search"]) for c in cells)
+    for key in sorted(keys, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[1], k[2])):
         mine = [c for c in cells if (c["table"], c["task"], c["search"]) == key]
         ends = [c["at 1"] for c in mine]
         n = sum(e["after"]["verdicts"] for e in ends)

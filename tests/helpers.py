@@ -137,16 +137,16 @@ def run_sweep_cli(
 
 
 def raced_spec() -> dict:
-    """Copying at T = 10 under the curves race: scoRNN at a learning rate that learns in a hundred
+    """Copying at T = 10 under the race: scoRNN at a learning rate that learns in a hundred
     iterations, GRU at one that never leaves the baseline, one trial at a time and none stopped
-    early, so GRU is raced out once the ranks allow: its three trials against scoRNN's four, every
-    one of those ahead by more than twice, 1 in C(7, 4) = 35."""
+    early, so once both have run the first rung's two trials the race stops GRU and gives scoRNN
+    the two trials GRU did not run."""
     spec = tiny_spec(
         name="raced",
         models=("scornn", "gru"),
         task={"name": "copying", "settings": {"T": 10, "valid_size": 64}},
         scheduler={"name": "none", "grace_period": 100, "reduction_factor": 3},
-        budget={"trials": 5, "max_concurrent": 1, "allocate": "curves"},
+        budget={"trials": 3, "max_concurrent": 1, "allocate": "race", "race_rung": 2},
         per_model={"scornn": {"lr": 0.01}, "gru": {"lr": 1.0e-6}},
     )
     spec["params"] = {"iterations": 600, "eval_every": 100, "batch_size": 32, "hidden_size": 32}
@@ -157,7 +157,7 @@ def run_shared_launch(cwd: Path) -> subprocess.CompletedProcess:
     """Four sweeps in one `sweeper launch --no-gpus` in `cwd` (one driver, one local Ray), each read
     by a test of its own: `faults`, a pruning scheduler beside a model that raises; `ptb`, a
     file-based task whose data directory is relative to the launch directory; `gpus`, trials that
-    ask for GPUs, which `--no-gpus` trains on the CPU; `raced`, a model raced out on its curve."""
+    ask for GPUs, which `--no-gpus` trains on the CPU; `raced`, a model the race stops."""
     from tests import corpora
 
     faults = tiny_spec(

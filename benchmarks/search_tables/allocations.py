@@ -1,11 +1,12 @@
-"""Two allocations across model families that the replay compares the curves race with; the
+"""Two allocations across model families that the replay compares the service's with; the
 service does not offer them, so they plug into its searcher here, with the race's interface
 (`reported`, `trial_ended`, `stopped`, `final`).
 
 - `TopAfterOneRung`: the plain baseline any early-stopping rule must beat ("Is one epoch all you
   need?", Egele et al. 2023) at the level of families: once each family has `per_family` trials
   measured at ASHA's first rung, the `keep` families with the best value there go on and the
-  rest are dropped (their running trials stopped, their unspent trials shared by the others).
+  rest are dropped (their running trials stopped by `RaceStops`, their unspent trials shared by
+  the others).
 - `MaxUCB`: full runs allocated by a max-armed bandit ("Put CASH on Bandits", Balef, Vernade,
   Eggensperger 2025, the MaxUCB policy of their code): each family is pulled once, then the next
   trial goes to the family with the highest max reward plus (alpha ln t / n)^2, rewards being
@@ -18,10 +19,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ray.tune.schedulers import TrialScheduler
+
 from sweeper.results.loss_scale import as_loss
+from sweeper.run.search.pruning import Wrapped
 from sweeper.store.trial_record import RACE_STOP_ATTR
 
 ALPHA = 0.5  # MaxUCB's exploration constant, as its authors' code sets it
+
+
+class RaceStops(Wrapped):
+    """Tune's scheduler with a race's drops mid-trial: a trial of a dropped family stops at its
+    next report (its worker goes to the families still in the race); every other decision is the
+    sweep's own scheduler's."""
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        race = self.searcher.race
+        if race is not None and trial.config.get("model") in race.stopped:
+            return TrialScheduler.STOP
+        return self.inner.on_trial_result(tune_controller, trial, result)
 
 
 class TopAfterOneRung:

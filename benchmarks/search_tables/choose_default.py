@@ -18,9 +18,9 @@ Step 4 and the reading below were added after the third table, where `transfer` 
 A (recorded table, task, W) is read once, from the first replay given that holds the candidate
 there: a replay of a few strategies beside the full one (`--strategies`) adds its candidates, and
 repeats the others' cells (to about 1e-15: the sweeps are seeded alike).
-Each task is judged by the replay with every choice made without it (the curves race's prior and
-the verdict's fallback noise learned on the other tasks; a transfer's earlier sweeps are the other
-tasks'), so the rule picks on figures no candidate was tuned on.
+Each task is judged by the replay with every choice made without it (the verdict's fallback noise
+learned on the other tasks; a transfer's earlier sweeps are the other tasks'), so the rule picks on
+figures no candidate was tuned on.
 
     python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \\
         benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \\

@@ -1,5 +1,5 @@
-"""The figures that judge racing families on partial curves and the verdict's stated odds, from
-replayed sweeps (`verdicts` holds the truth and each sweep's timeline).
+"""The figures that judge racing families and the verdict's stated odds, from replayed sweeps
+(`verdicts` holds the truth and each sweep's timeline).
 
 - the wall time a user waits until the named winner is right for good (W workers);
 - the normalized regret of the named winner's best configuration, (y - best) / (worst - best) as
@@ -13,18 +13,15 @@ replayed sweeps (`verdicts` holds the truth and each sweep's timeline).
   stated chance against how often it was right (a reliability table): a verdict naming one model
   states P(it is the best) and is right when it is a co-winner of the truth; one naming a tie
   states P(the tie holds) and is right when every model it names is a co-winner;
-- the goals: right for good in 90% of seeds within 1.2x the racing floor (W times the winner's
-  fastest complete run) on copying and within a third of B on denoise, no more than 5% of drops
-  stopping a true co-winner, verdicts stating P >= 0.9 right at least 90% of the time; and
-  whether the curves race should be the default (ahead of it beyond the intervals on at least three
-  of the four (task, W), behind on none).
+- the racing floor: W times the winner's fastest complete run, sooner than which no sweep can be
+  right for good; and the paired standing of a strategy against the default (ahead or behind
+  beyond the interval of their 90%-right points' difference, else level).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -93,41 +90,15 @@ def wall_90(lines: list[Timeline], truth: Truth) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def judged_drops(
-    traces: list[dict[str, Any]], truth: Truth, level: Callable[[str], bool] | None = None
-) -> dict[str, Any]:
-    """Every family a race dropped, and how many of those were true co-winners; for the curves
-    race, by the rung it was decided at, with the median trials measured on the dropped side when
-    a co-winner was dropped there, and the event its stated chance is about against how often it
-    held: `level` says whether a family's true best ends level with the best family's or ahead
-    (within the race's `LEVEL`), the event a drop's P(level or ahead) states."""
+def judged_drops(traces: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
+    """Every family a race dropped, and how many of those were true co-winners."""
     dropped = [model for trace in traces for _, model in trace["race_stops"]]
     wrong = sum(model in truth.co_winners for model in dropped)
-    judged: dict[str, Any] = {
+    return {
         "drops": len(dropped),
         "co_winners_dropped": wrong,
         "share": wrong / len(dropped) if dropped else None,
     }
-    decided = [(m, e) for trace in traces for m, e in trace.get("drop_evidence", {}).items()]
-    if decided:
-        by_rung: dict[str, dict[str, Any]] = {}
-        for rung in sorted({e["rung"] for _, e in decided}):
-            here = [(m, e) for m, e in decided if e["rung"] == rung]
-            co = [e["trials"] for m, e in here if m in truth.co_winners]
-            by_rung[str(rung)] = {
-                "drops": len(here),
-                "co_winners_dropped": len(co),
-                "co_winner_trials_median": float(np.median(co)) if co else None,
-            }
-        judged["by_rung"] = by_rung
-        judged["stated"] = {
-            "p_max": max(e["p_win"] for _, e in decided),
-            "p_mean": float(np.mean([e["p_win"] for _, e in decided])),
-        }
-        if level is not None:
-            held = sum(level(m) for m, _ in decided)
-            judged["stated"].update(level_or_ahead=held, measured=held / len(decided))
-    return judged
 
 
 def stated_odds(trace: dict[str, Any], info: tables.TaskInfo, relative_noise: float) -> Odds | None:

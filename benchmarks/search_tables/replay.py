@@ -42,15 +42,13 @@ from benchmarks.search_tables.clock import (
     clock_text,
 )
 from benchmarks.search_tables.loading import load
-from benchmarks.search_tables.prior import learned
 from benchmarks.search_tables.racing import held_out, judged_seeds, problem_of, problem_table
 from benchmarks.search_tables.record import DEFAULT_TABLE, ROOT
 from benchmarks.search_tables.strategies import STRATEGIES
 from benchmarks.search_tables.summary import print_summary, summarise
-from sweeper.run.search.curve_prior import CurvePrior, shipped_prior
 
 Job = tuple[str, str, int, int]  # task (or task#problem), strategy, workers, seed
-PROBLEM_STRATEGIES = ("default", "curves")  # replayed on the calibration problems
+PROBLEM_STRATEGIES = ("default",)  # replayed on the calibration problems
 PROBLEM_SEEDS = 2
 _STATE: dict[str, Any] = {}
 
@@ -117,7 +115,6 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         )
         earlier_hours += done.run().busy / 3600
         transfer_from[other] = done.studies
-    prior = judged_prior(_STATE["table"], name, trials) if STRATEGIES[strategy].allocate == "curves" else None
     sweep = Replay(
         table,
         name,
@@ -127,7 +124,6 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         trials,
         earlier,
         _snappers(name, extra) if cache else None,
-        prior,
         judged_seeds(table),
         pace,
         transfer_from,
@@ -138,19 +134,6 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
     trace = sweep.run()
     trace.task, trace.earlier_hours = task, earlier_hours
     return asdict(trace)
-
-
-def judged_prior(table: tables.Table, task: str, trials: int) -> CurvePrior:
-    """The curves race's prior for judging `task`: learned from the table's other tasks, never
-    from the task judged; the shipped one where the table holds no other task to learn from."""
-    key = ("prior", task, trials)
-    if key not in _STATE:
-        others = [t for t in table.curves if t != task]
-        try:
-            _STATE[key] = learned([("table", table)], others, budget=trials) if others else shipped_prior()
-        except tables.TableMismatch:
-            _STATE[key] = shipped_prior()
-    return _STATE[key]
 
 
 def _snappers(task: str, extra: dict[str, Any]) -> Any:
@@ -175,8 +158,8 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 
 
 # what a replayed sweep reads besides the table: the service's code and data (its search, spec,
-# papers' points and their YAML, the store's trial records, the priors), the registries' and the
-# papers' reference data, and this package
+# papers' points and their YAML, the store's trial records, the shipped seed noise), the
+# registries' and the papers' reference data, and this package
 REPLAYED_CODE = (
     "benchmarks/search_tables",
     "sweeper",

@@ -30,7 +30,7 @@ import heapq
 import itertools
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,14 +39,12 @@ from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
 from benchmarks.search_tables import table as tables
-from benchmarks.search_tables.allocations import MaxUCB, TopAfterOneRung
+from benchmarks.search_tables.allocations import MaxUCB, RaceStops, TopAfterOneRung
 from benchmarks.search_tables.design import papers
 from benchmarks.search_tables.restrict import Snapper, restrict
 from benchmarks.search_tables.strategies import STRATEGIES, sweep_spec
 from sweeper.run.launch import create_study, searcher_over
-from sweeper.run.search.curve_prior import CurvePrior
-from sweeper.run.search.curve_race import CurveRace
-from sweeper.run.search.pruning import RaceStops, make_scheduler
+from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.transfer import Source, enqueue_transferred, transferred_points
 from sweeper.run.search.warm_start import warm_start_study
 from sweeper.spec.rungs import rungs
@@ -89,8 +87,6 @@ class Trace:
         default_factory=list
     )  # model, design, seed, start, end, state, value
     race_stops: list[tuple[float, str]] = field(default_factory=list)
-    # the curves race's evidence for each drop (its rung, the trials measured on each side, P(win))
-    drop_evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     searcher_seconds: float = 0.0
     paper_points: int = 0
     reused: int = 0
@@ -117,7 +113,6 @@ class Replay:
         trials: int,
         earlier: dict[str, optuna.Study] | None = None,
         snappers: dict[str, Snapper] | None = None,
-        prior: CurvePrior | None = None,
         run_seeds: tuple[int, ...] | None = None,
         pace_noise: float = 0.0,
         transfer_from: dict[str, dict[str, optuna.Study]] | None = None,
@@ -179,7 +174,7 @@ class Replay:
                 )
             restrict(plan.study, self.snappers[plan.model], [seed, offset])
         self.scheduler = make_scheduler(self.spec, self.searcher, table.tasks[task].baseline)
-        self.allocation = self._allocation(prior)
+        self.allocation = self._allocation()
         self.plans = {p.model: p for p in self.searcher.plans}
         self._events: list[tuple[float, int, str]] = []
         self._waiting: collections.deque[_Running] = collections.deque()
@@ -188,12 +183,9 @@ class Replay:
         self.now = 0.0  # the simulated clock, in seconds since the sweep started
         self._order = itertools.count()  # ties in time are handled in the order they were scheduled
 
-    def _allocation(self, prior: CurvePrior | None) -> Any:
-        """The race the strategy allocates by: the service's (its prior replaced where the replay
-        judges a task with one learned without it), or one of the benchmark's own."""
+    def _allocation(self) -> Any:
+        """The race the strategy allocates by: the service's, or one of the benchmark's own."""
         race, mode = self.searcher.race, self.spec.resolved_objective().mode
-        if isinstance(race, CurveRace) and prior is not None:
-            race.judge_with(prior)
         plans = self.searcher.plans
         if self.strategy.allocate == "top2":
             race = TopAfterOneRung(plans, self.spec.budget.trials, rungs(self.spec)[0], mode)
@@ -209,11 +201,8 @@ class Replay:
         if self.searcher.race is None:
             return
         known = {model for _, model in self.trace.race_stops}
-        evidence = getattr(self.searcher.race, "evidence", {})
         for model in sorted(set(self.searcher.race.stopped) - known):
             self.trace.race_stops.append((self.now, model))
-            if model in evidence:
-                self.trace.drop_evidence[model] = asdict(evidence[model])
 
     def _timed(self, call: Any, *args: Any) -> Any:
         started = time.perf_counter()

@@ -21,9 +21,8 @@ class Strategy:
     scheduler: str = "asha"
     paper_points: bool = False
     warm: bool = False
-    allocate: str = "equal"  # the spec's (equal, race, curves), or the benchmark's own (top2, maxucb)
+    allocate: str = "equal"  # the spec's (equal, race), or the benchmark's own (top2, maxucb)
     late_grace: bool = False  # ASHA's first rung at a third of a trial, not at the first report
-    drop_below: float | None = None  # the curves race's threshold, where not the spec's default
     judge_points: bool = (
         False  # a papers' point trailing its study at a rung stops (scheduler.judge_paper_points)
     )
@@ -33,7 +32,7 @@ class Strategy:
     @property
     def spec_allocate(self) -> str:
         """What the spec says: an allocation of the benchmark's own runs on equal budgets."""
-        return self.allocate if self.allocate in ("equal", "race", "curves") else "equal"
+        return self.allocate if self.allocate in ("equal", "race") else "equal"
 
 
 STRATEGIES = {  # in the order they run: the comparison that matters most first
@@ -41,9 +40,6 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "default": Strategy("tpe", paper_points=True),
     "points-judged": Strategy("tpe", paper_points=True, judge_points=True),
     "transfer": Strategy("tpe", paper_points=True, transfer=True),
-    "curves": Strategy("tpe", paper_points=True, allocate="curves"),
-    "curves-0.01": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.01),
-    "curves-0.1": Strategy("tpe", paper_points=True, allocate="curves", drop_below=0.1),
     "race": Strategy("tpe", paper_points=True, allocate="race"),
     "top2": Strategy("tpe", paper_points=True, allocate="top2"),
     "maxucb": Strategy("tpe", scheduler="none", paper_points=True, allocate="maxucb"),
@@ -93,11 +89,7 @@ def sweep_spec(
             "reduction_factor": 3,
             "judge_paper_points": strategy.judge_points,
         },
-        "budget": {
-            "trials": trials,
-            "allocate": strategy.spec_allocate,
-            **({} if strategy.drop_below is None else {"drop_below": strategy.drop_below}),
-        },
+        "budget": {"trials": trials, "allocate": strategy.spec_allocate},
         "seed": seed,
     }
     for key, value in extra.items():

@@ -1,10 +1,10 @@
 """The replay's figures, from the sweeps it logged: per task and W, each strategy's verdict
 against the table's truth (`verdicts`: B, the 90%-right point with its interval, shares right at
 fractions of B, regret, the floors) and the racing figures (`racing`: the wall time a user waits,
-normalized regret with its interquartile mean, every drop judged, the goals, the standing of each
-strategy against the default); per task, the verdicts' stated odds against how often they were
-right over many calibration problems; the curves race's constant chosen on one task and judged
-on the other; and, on a table that searches hidden sizes, the sizes judged (`sizes`)."""
+normalized regret with its interquartile mean, every drop judged, the standing of each strategy
+against the default); per task, the verdicts' stated odds against how often they were right over
+many calibration problems; and, on a table that searches hidden sizes, the sizes judged
+(`sizes`)."""
 
 from __future__ import annotations
 
@@ -21,14 +21,8 @@ from benchmarks.search_tables.prior import seed_spread
 from benchmarks.search_tables.racing import problem_of
 from benchmarks.search_tables.strategies import STRATEGIES
 from benchmarks.search_tables.verdicts import floors, goal, ground_truth, judge, timeline
-from sweeper.results.loss_scale import as_loss
-from sweeper.run.search.curve_race import LEVEL, solved_scale
 
-RACES = tuple(name for name, s in STRATEGIES.items() if s.allocate == "curves")
-DROP_GOAL = 0.05  # the most of a race's drops that may stop a true co-winner
 CALIBRATION_GOAL = 0.9  # verdicts stating at least this are right at least this often
-RACING_FLOOR_GOAL = 1.2  # copying: right for good within this times the racing floor
-B_GOAL = 0.33  # denoise: right for good within this share of B
 
 
 def paired(
@@ -60,16 +54,6 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
         info = table.tasks[task]
         truth = ground_truth(table, task, seeds)
         relative = _relative_noise(table, task)
-        scale = solved_scale(info.baseline, info.mode, relative)
-        top = scale(as_loss(truth.table_best, info.mode))
-
-        def level(
-            model: str, scale: Any = scale, top: float = top, truth: Any = truth, mode: str = info.mode
-        ) -> bool:
-            """The event a curves race's drop states its chance of: ending level or ahead."""
-            value = truth.best[model]
-            return math.isfinite(value) and scale(as_loss(value, mode)) <= top + LEVEL
-
         worst = racing.worst_value(table, task, truth)
         models = tuple(table.curves[task])
         searched = stated_odds.searched_values(table, task, args.trials)
@@ -107,7 +91,7 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                     row["regret_normalized"] = racing.regret_curve(
                         lines[strategy], truth, worst, verdict["B_hours"], rng
                     )
-                row["drops"] = racing.judged_drops(mine, truth, level)
+                row["drops"] = racing.judged_drops(mine, truth)
                 if STRATEGIES[strategy].warm:
                     row["warm_start_cost_hours"] = float(np.median([t["earlier_hours"] for t in mine]))
                 if STRATEGIES[strategy].transfer:  # the other tasks' earlier sweeps it learned from
@@ -132,13 +116,11 @@ def summarise(traces: list[dict[str, Any]], args: argparse.Namespace, table: tab
                 outcomes += said
             entry[f"W={workers}"] = verdict
             entry[f"goal W={workers}"] = goal(verdict) if "default" in lines else None
-            entry[f"racing W={workers}"] = racing_goals(task, verdict)
         entry["calibration"] = {
             "replayed_sweeps": racing.reliability(outcomes),
             **_problems(traces, table, task, seeds, relative),
         }
         result[task] = entry
-    result["constants"] = leave_one_task_out(result, args.tasks, args.workers)
     judged = [
         t
         for t in traces
@@ -199,82 +181,6 @@ def _problems(
     }
 
 
-def racing_goals(task: str, verdict: dict[str, Any]) -> dict[str, Any]:
-    """Each race against the issue's goals at one (task, W): the 90%-right point's upper end
-    against the racing floor (copying's goal) and against B (denoise's), and its drops."""
-    budget, floor = verdict["B_hours"], verdict["racing_floor_hours"]
-    out = {}
-    for name in (*RACES, "default"):
-        row = verdict["strategies"].get(name)
-        if row is None or "ratio_90_interval" not in row:
-            continue
-        upper = row["ratio_90_interval"][1]
-        hours = None if upper is None else upper * budget
-        goals = {
-            "upper_90_over_racing_floor": None if hours is None or not floor else hours / floor,
-            "upper_90_over_B": upper,
-            "co_winner_drop_share": row["drops"]["share"],
-        }
-        if task == "copying":
-            goals["met"] = (
-                goals["upper_90_over_racing_floor"] is not None
-                and goals["upper_90_over_racing_floor"] <= RACING_FLOOR_GOAL
-            )
-        elif task == "denoise":
-            goals["met"] = upper is not None and upper <= B_GOAL
-        goals["drops_ok"] = row["drops"]["share"] is None or row["drops"]["share"] <= DROP_GOAL
-        out[name] = goals
-    return out
-
-
-def leave_one_task_out(result: dict[str, Any], tasks: list[str], workers: list[int]) -> dict[str, Any]:
-    """The curves race's threshold chosen on one task (the fastest 90%-right point whose drops
-    stop a co-winner at most 5% of the time, over every W) and its figures on each other task:
-    what a user who tuned it elsewhere would get."""
-    out = {}
-    for chosen_on in tasks:
-        choice = _choose(result[chosen_on], workers)
-        if choice is None:
-            continue
-        for judged_on in (t for t in tasks if t != chosen_on):
-            rows = {}
-            for w in workers:
-                verdict = result[judged_on].get(f"W={w}")
-                if verdict is None or choice not in verdict["strategies"]:
-                    continue
-                row = verdict["strategies"][choice]
-                rows[f"W={w}"] = {
-                    "ratio_90": row.get("ratio_90"),
-                    "ratio_90_interval": row.get("ratio_90_interval"),
-                    "co_winner_drop_share": row["drops"]["share"],
-                    "standing_against_default": row.get("versus_default", {}).get("standing"),
-                    "goals": result[judged_on][f"racing W={w}"].get(choice),
-                }
-            standings = [r["standing_against_default"] for r in rows.values()]
-            out[f"chosen on {chosen_on}, judged on {judged_on}"] = {
-                "strategy": choice,
-                **rows,
-                "ahead": standings.count("ahead"),
-                "behind": standings.count("behind"),
-            }
-    return out
-
-
-def _choose(entry: dict[str, Any], workers: list[int]) -> str | None:
-    def score(name: str) -> tuple[bool, float]:
-        shares, ratios = [], []
-        for w in workers:
-            row = entry.get(f"W={w}", {}).get("strategies", {}).get(name)
-            if row is None:
-                return (True, math.inf)
-            shares.append(row["drops"]["share"] or 0.0)
-            ratios.append(math.inf if row.get("ratio_90") is None else row["ratio_90"])
-        return (max(shares) > DROP_GOAL, float(np.mean(ratios)))
-
-    present = [n for n in RACES if any(n in entry.get(f"W={w}", {}).get("strategies", {}) for w in workers)]
-    return min(present, key=score) if present else None
-
-
 def _floor(table: tables.Table, task: str, workers: int, budget: float | None) -> dict[str, Any]:
     """The floors in worker-hours and as fractions of B."""
     hours = floors(table, task, workers)
@@ -331,18 +237,9 @@ def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
                     f"{_num(row['spent_hours']['median']):>8} {_num(row['wall_90_hours']):>9} "
                     f"{dropped:>9} {standing:>10}"
                 )
-            for name, row in verdict["strategies"].items():
-                if "by_rung" in row["drops"]:
-                    rungs = ", ".join(
-                        f"{rung}: {d['co_winners_dropped']}/{d['drops']}"
-                        for rung, d in row["drops"]["by_rung"].items()
-                    )
-                    print(f"  {name}'s drops by rung (co-winners/all): {rungs}")
             met = entry.get(f"goal W={workers}")
             if met is not None:
                 print(f"  goal (default): {'met' if met['met'] else 'not met'} {json.dumps(met)}")
-            for name, goals in entry[f"racing W={workers}"].items():
-                print(f"  racing goals, {name}: {json.dumps(goals)}")
         calibration = entry["calibration"]
         sure = calibration["stated_at_least_0.9"]
         print(
@@ -357,13 +254,6 @@ def print_summary(result: dict[str, Any], args: argparse.Namespace) -> None:
                 )
     if "sizes" in result:
         sizes.print_findings(result["sizes"])
-    for name, judged in result.get("constants", {}).items():
-        print(
-            f"\n{name}: {judged['strategy']}, ahead of the default on {judged['ahead']}, behind on {judged['behind']}"
-        )
-        for key, row in judged.items():
-            if key.startswith("W="):
-                print(f"  {key}: {json.dumps(row)}")
 
 
 def _num(value: float | None, digits: int = 2) -> str:

@@ -247,6 +247,7 @@ def resume(
     from sweeper.results.summaries import study_summaries
     from sweeper.results.tables import status_table
     from sweeper.run.launch import resume as resume_sweep
+    from sweeper.run.launch import withdrawn_allocation
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
@@ -267,6 +268,8 @@ def resume(
             except (StoreError, MissingGPUs) as exc:
                 raise refused(exc) from None
             sys.exit(print_reproduction(store, end))
+    if note := withdrawn_allocation(stored_spec(record)):  # a stored sweep's: it runs as equal
+        click.echo(f"sweep {record.name}: {note}")
     with resumable(record.name):
         try:
             fixed, end = resume_sweep(store, record, where)

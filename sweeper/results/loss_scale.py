@@ -1,5 +1,5 @@
-"""The one scale on which the curves race, its prior and the verdict's fallback noise compare an
-objective's values: a loss, lower is better, compared by ratios (on a log scale).
+"""The one scale on which the verdict's fallback seed noise (a spread relative to the loss) and
+the search tables' replay read an objective's values: a loss, lower is better, compared by ratios.
 
 A minimised objective is its own loss. A maximised one is an accuracy (every maximised metric a
 task reports is a share of examples right) and its loss is the share wrong, 1 - value. Compared by
@@ -10,7 +10,7 @@ at 99.95% are level rather than infinitely apart.
 
 from __future__ import annotations
 
-TINY = 1e-12  # a loss of zero stays comparable on the log scale
+TINY = 1e-12  # a loss of zero stays comparable by ratios
 ACCURACY_FLOOR = 1e-3  # one example in a thousand
 
 
@@ -22,8 +22,3 @@ def as_loss(value: float, mode: str) -> float:
 def resolved(loss: float, mode: str) -> float:
     """A loss as ratios compare it: an accuracy's no finer than one example in a thousand."""
     return loss if mode == "min" else max(loss, ACCURACY_FLOOR)
-
-
-def from_loss(loss: float, mode: str) -> float:
-    """A loss back in the objective's units, for saying it."""
-    return loss if mode == "min" else 1.0 - loss

@@ -9,7 +9,7 @@ objective's units, estimated from, in this order:
 - near-identical configurations: pairs of the sweep's complete trials of one model whose every
   searched value lies within 5% of its range (and whose choices agree), which differ by little
   but their seed;
-- the recorded tables' repeated seeds (`seed_noise.json`, learned with the curve prior: the
+- the recorded tables' repeated seeds (`seed_noise.json`, `benchmarks/search_tables/prior.py`: the
   median spread relative to the value), times the winner's value, where the sweep has neither.
 A model's best configuration may also lie where the sweep has not looked: its estimate can still
 improve by a search spread, drawn exponentially with the mean gap between the model's best
@@ -27,7 +27,7 @@ best. Its stated chance is the share of draws where that holds for every named m
 chance that the best is among them (which a tie padded with a near-miss would raise).
 
 The trials are the sweep's own: a trial copied from an earlier sweep (a warm start) informs the
-sampler only, as in the verdict (`best_trial`) and the curves race.
+sampler only, as in the verdict (`best_trial`).
 """
 
 from __future__ import annotations
@@ -163,11 +163,11 @@ class Odds:
 
     def thin_line(self) -> str:
         """The word that the search may have missed a rival's best, and what it rests on."""
-        drawn = ", ".join(f"{m} {c} over {n} searched values" for m, (c, n) in self.thin.items())
+        drawn = ", ".join(f"{m} {c}/{n}" for m, (c, n) in self.thin.items())
         return (
-            f"the search may have missed a better configuration of a rival ({drawn}: fewer complete "
-            "trials than searched values); the odds count only what it drew, and `confirm` "
-            "re-seeds only what it found: a longer sweep looks further"
+            f"the search may have missed a rival's better configuration ({drawn}: complete trials "
+            "over searched values, fewer trials than values); the odds count only what it drew and "
+            "`confirm` re-seeds only what it found"
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -21,8 +21,6 @@ import optuna
 from sqlalchemy.engine import make_url
 
 from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
-from sweeper.run.search.curve_prior import shipped_prior
-from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.pruning import make_pruner, make_scheduler
 from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
@@ -45,7 +43,7 @@ from sweeper.run.tune.workers import local_cpus
 from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.price import Price
-from sweeper.spec.rungs import rungs
+from sweeper.spec.sections import WITHDRAWN_ALLOCATIONS
 from sweeper.spec.space import searched_names, study_budget
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
@@ -55,7 +53,9 @@ from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import (
     PAPER_POINT_ATTR,
     PRICE_ATTR,
+    RACE_STOP_ATTR,
     SAMPLER_ATTR,
+    SHARE_ATTR,
 )
 
 IMAGE_VARIABLE = "SWEEPER_IMAGE"  # the container image a cluster's driver runs in (deploy/)
@@ -287,18 +287,23 @@ def searcher_over(
         searcher.race = Race(
             plans, spec.budget.trials, rung, spec.resolved_objective().mode, spec.budget.race_exempt
         )
-    elif spec.budget.allocate == "curves":
-        searcher.race = CurveRace(
-            plans,
-            spec.budget.trials,
-            rungs(spec),
-            spec.resolved_objective().mode,
-            task_baseline(spec),
-            spec.budget.drop_below,
-            spec.budget.race_exempt,
-            shipped_prior(),
-        )
+    elif spec.budget.allocate in WITHDRAWN_ALLOCATIONS:  # a stored sweep's: it runs on as equal
+        for plan in plans:  # so no drop or share its race made holds any longer
+            for attr in (RACE_STOP_ATTR, SHARE_ATTR):
+                if plan.study.user_attrs.get(attr) is not None:
+                    plan.study.set_user_attr(attr, None)
     return searcher
+
+
+def withdrawn_allocation(spec: SweepSpec) -> str | None:
+    """What `resume` says of a sweep stored with an allocation since withdrawn (`curves`): it runs
+    on as equal (`searcher_over`)."""
+    if spec.budget.allocate not in WITHDRAWN_ALLOCATIONS:
+        return None
+    return (
+        f"allocate: {spec.budget.allocate} is withdrawn, so it runs on as allocate: equal, each model "
+        f"to {spec.budget.trials} trials, those its race dropped too"
+    )
 
 
 def task_baseline(spec: SweepSpec) -> float | None:

@@ -1,6 +1,6 @@
 """Where a sweep's trials are compared: the iterations of ASHA's rungs (the grace period times
-powers of the reduction factor) and a trial's last. The scheduler, the curves race and the price
-read them from here."""
+powers of the reduction factor) and a trial's last. The scheduler (its papers' points judged at
+them) and the price read them from here."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def first_report(spec: SweepSpec) -> int:
 
 def rungs(spec: SweepSpec) -> list[int]:
     """The iterations where ASHA compares a study's trials (grace period times powers of the
-    reduction factor), and the trials' last: where the curves race compares families."""
+    reduction factor), and the trials' last."""
     max_t = max_iterations(spec)
     rung = float(min(spec.scheduler.grace_period or first_report(spec), max_t))
     out = []

@@ -55,6 +55,12 @@ class Scheduler(Named):
     )
 
 
+WITHDRAWN_ALLOCATIONS = {  # still read from stored sweeps, which run on as equal; refused in a new spec
+    "curves": "on the search tables' replays it was never 90% right sooner than equal: its drops came "
+    "at a trial's last iteration, after the spend",
+}
+
+
 class Budget(Strict):
     trials: int = Field(20, ge=1, le=1_000_000, description="trials per (task, model) study")
     iterations: int | None = Field(
@@ -73,18 +79,22 @@ class Budget(Strict):
     )
     allocate: Literal["equal", "race", "curves"] = Field(
         "equal",
-        description="race: successive halving across models on complete trials; curves: a model "
-        "dropped on its partial curves once its chance to win falls below drop_below",
+        description="race: successive halving across models on complete trials; curves: withdrawn, "
+        "stored sweeps only (they resume as equal); new specs are refused",
     )
     race_rung: int | None = Field(
         None, ge=1, le=1_000_000, description="race: the first rung's trials per model"
     )
     drop_below: float = Field(
-        0.03, gt=0, lt=0.5, description="curves: drop a model whose stated chance to win falls below this"
+        0.03,
+        gt=0,
+        lt=0.5,
+        description="the withdrawn curves allocation's threshold: stored sweeps only; a new spec that "
+        "changes it is refused",
     )
     race_exempt: list[str] = Field(
         default_factory=list,
-        description="race and curves: models never raced out (the user must see them complete)",
+        description="race: models never raced out (the user must see them complete)",
     )
 
     @field_validator("time", "trial_time", "study_time", mode="before")

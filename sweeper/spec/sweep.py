@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sweeper.spec.sections import Budget, Reproduces, Resources, Sampler, Scheduler
+from sweeper.spec.sections import WITHDRAWN_ALLOCATIONS, Budget, Reproduces, Resources, Sampler, Scheduler
 from sweeper.spec.values import (
     FRACTION_SUFFIX,
     SEARCHED,
@@ -196,26 +196,37 @@ class SweepSpec(Strict):
         return ("per_model", model, name) if name in self.per_model.get(model, {}) else ("params", name)
 
     def _allocation_errors(self) -> list[tuple[Loc, str]]:
-        """A budget setting given a value of its own that the chosen allocation never reads is
-        refused (a resolved spec writes every default out), as is a race with no model it could
-        drop; a stored spec is not checked again."""
+        """A withdrawn allocation (`WITHDRAWN_ALLOCATIONS`: stored sweeps still say it) and a
+        budget setting given a value of its own that the chosen allocation never reads are refused
+        (a resolved spec writes every default out), as is a race with no model it could drop; a
+        stored spec is not checked again."""
         budget, errors = self.budget, []
-        read_by = {"drop_below": ("curves",), "race_rung": ("race",), "race_exempt": ("race", "curves")}
-        for name, allocations in read_by.items():
+        if budget.allocate in WITHDRAWN_ALLOCATIONS:
+            errors.append(
+                (
+                    ("budget", "allocate"),
+                    f"{budget.allocate} is withdrawn ({WITHDRAWN_ALLOCATIONS[budget.allocate]}); "
+                    "use allocate: equal or race",
+                )
+            )
+        if budget.drop_below != type(budget).model_fields["drop_below"].get_default():
+            errors.append(
+                (("budget", "drop_below"), "does nothing: only allocate: curves read it, and it is withdrawn")
+            )
+        for name in ("race_rung", "race_exempt"):
             default = type(budget).model_fields[name].get_default(call_default_factory=True)
-            if getattr(budget, name) != default and budget.allocate not in allocations:
+            if getattr(budget, name) != default and budget.allocate != "race":
                 errors.append(
                     (
                         ("budget", name),
-                        f"does nothing under allocate: {budget.allocate}; only allocate: "
-                        f"{' or '.join(allocations)} reads it",
+                        f"does nothing under allocate: {budget.allocate}; only allocate: race reads it",
                     )
                 )
-        if budget.allocate != "equal" and budget.race_exempt and set(self.models) <= set(budget.race_exempt):
+        if budget.allocate == "race" and budget.race_exempt and set(self.models) <= set(budget.race_exempt):
             errors.append(
                 (
                     ("budget", "race_exempt"),
-                    f"names every model, so allocate: {budget.allocate} could drop none; use allocate: equal",
+                    "names every model, so allocate: race could drop none; use allocate: equal",
                 )
             )
         return errors

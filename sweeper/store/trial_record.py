@@ -78,7 +78,7 @@ def parameter_count(trial: FrozenTrial) -> int | None:
 
 def own_trials(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
     """The study's trials of its own sweep: a trial copied from an earlier sweep (a warm start)
-    informs the sampler only, and the verdict, its odds and the curves race all leave it out."""
+    informs the sampler only, and the verdict and its odds leave it out."""
     return [t for t in study.get_trials(deepcopy=False, states=states) if WARM_START_ATTR not in t.user_attrs]
 
 

@@ -111,18 +111,6 @@ class Wrapped(FIFOScheduler):
         return self.inner.debug_string()
 
 
-class RaceStops(Wrapped):
-    """Tune's scheduler with the race's drops: a trial of a dropped family stops at its next
-    report (its worker goes to the families still in the race); every other decision is the
-    sweep's own scheduler's."""
-
-    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
-        race = self.searcher.race
-        if race is not None and trial.config.get("model") in race.stopped:
-            return TrialScheduler.STOP
-        return self.inner.on_trial_result(tune_controller, trial, result)
-
-
 class PaperPointStops(Wrapped):
     """Tune's scheduler, with ASHA's judgement of a papers' point made when the trials to judge it
     by have arrived. A study's first trials are its papers' points, and ASHA goes on with the
@@ -189,11 +177,11 @@ def make_pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
 def make_scheduler(spec: SweepSpec, searcher: Any, baseline: float | None) -> Any:
     """Tune's scheduler for the sweep: ASHA per study, Optuna's pruner per study, or none; with
     `scheduler.judge_paper_points`, a papers' point that trails its study at a rung stops
-    (`PaperPointStops`); under the curves race, a dropped family's trials stop too."""
+    (`PaperPointStops`)."""
     inner = _study_scheduler(spec, searcher)
     if spec.scheduler.judge_paper_points and spec.scheduler.name != "none":
         inner = PaperPointStops(inner, searcher, spec, baseline)
-    return RaceStops(inner, searcher) if spec.budget.allocate == "curves" else inner
+    return inner
 
 
 def _study_scheduler(spec: SweepSpec, searcher: Any) -> Any:

@@ -21,7 +21,6 @@ import optuna
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
-from sweeper.run.search.curve_race import CurveRace
 from sweeper.run.search.race import Race
 from sweeper.run.search.recorder import RUN_ID_WAIT_S, Progress, ResultRecorder, database_guarded
 from sweeper.run.tracking.tracker import Tracker
@@ -113,7 +112,7 @@ class MultiStudySearcher(ResultRecorder):
         super().__init__(spec, tracker)
         self.plans = plans
         self.experiment_id = experiment_id
-        self.race: Race | CurveRace | None = None  # set once the plans hold what the studies have done
+        self.race: Race | None = None  # set once the plans hold what the studies have done
         self._live: dict[str, LiveTrial] = {}
         self._completed: dict[str, tuple[LiveTrial, float]] = {}  # until their weights are seen
         for plan in plans:

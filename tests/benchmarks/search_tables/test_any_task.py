@@ -51,16 +51,16 @@ def test_a_table_of_any_task_and_model_records_grows_and_replays(
     capsys.readouterr()
     out = tmp_path / "search.json"
     args = ["--table", str(folder), "--work", str(tmp_path / "work"), "--seeds", "3", "--workers", "2"]
-    assert replay.main([*args, "--trials", "2", "--strategies", "default", "curves", "--out", str(out)]) == 0
+    assert replay.main([*args, "--trials", "2", "--strategies", "default", "race", "--out", str(out)]) == 0
     result = json.loads(out.read_text())["tasks"]
-    assert set(result) == {"parenthesis", "shortest_path", "adding", "constants", "sizes"}
+    assert set(result) == {"parenthesis", "shortest_path", "adding", "sizes"}
     for task, judged in result["sizes"].items():  # hidden sizes by third, the highest accuracy best
         assert judged["models"], task
         for model, row in judged["models"].items():
             values = [r["best"] for r in row["thirds"]]
             best = max(values) if task == "shortest_path" else min(values)
             assert result[task]["truth"]["best"][model] == pytest.approx(best), (task, model)
-            assert set(row["spending"]) == {"random", "default", "curves"}, (task, model)
+            assert set(row["spending"]) == {"random", "default", "race"}, (task, model)
             assert all(sum(shares.values()) == pytest.approx(1) for shares in row["spending"].values())
     accuracy = result["shortest_path"]["truth"]
     assert accuracy["winner"] == max(accuracy["best"], key=accuracy["best"].get)  # the highest wins

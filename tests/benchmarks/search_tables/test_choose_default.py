@@ -108,7 +108,7 @@ def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
         chosen.judge_points,
     )
     budget = Budget()
-    assert budget.allocate == chosen.allocate and chosen.drop_below is None
+    assert budget.allocate == chosen.allocate
     assert not chosen.warm and not chosen.late_grace
 
 

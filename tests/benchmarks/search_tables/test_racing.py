@@ -45,25 +45,6 @@ def test_drops_are_judged_against_the_truths_co_winners() -> None:
     }
 
 
-def test_the_curves_races_drops_are_judged_by_the_rung_that_decided_them() -> None:
-    def evidence(rung: int, trials: int) -> dict:
-        return {"rung": rung, "trials": trials, "p_win": 0.01}
-
-    traces = [
-        {
-            "race_stops": [(1.0, "b"), (2.0, "a")],
-            "drop_evidence": {"b": evidence(300, 2), "a": evidence(2000, 6)},
-        },
-        {"race_stops": [(3.0, "a")], "drop_evidence": {"a": evidence(2000, 9)}},
-    ]
-    judged = racing.judged_drops(traces, TRUTH)
-    assert (judged["drops"], judged["co_winners_dropped"]) == (3, 2)
-    assert judged["by_rung"] == {
-        "300": {"drops": 1, "co_winners_dropped": 0, "co_winner_trials_median": None},
-        "2000": {"drops": 2, "co_winners_dropped": 2, "co_winner_trials_median": 7.5},
-    }
-
-
 def _trial(model: str, design: int, seed: int, value: float) -> dict:
     return {"model": model, "design": design, "seed": seed, "state": "COMPLETE", "value": value}
 

@@ -78,7 +78,7 @@ def test_the_group_decomposition_is_optunas(plain: None) -> None:
 
 def test_replayed_sweeps_are_identical_with_it(plain: None, tmp_path: Path) -> None:
     table = synthetic_table(tmp_path / "table")
-    jobs = [(t, s, 2, 0) for t in table.curves for s in ("default", "curves", "old", "all")]
+    jobs = [(t, s, 2, 0) for t in table.curves for s in ("default", "top2", "old", "all")]
     reference = comparable_traces(table, jobs, 12)
     uncopied.install()
     for ref, got in zip(reference, comparable_traces(table, jobs, 12), strict=True):

@@ -48,6 +48,21 @@ def test_bad_spec_exits_2_naming_file_and_key_and_writes_nothing(runner, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_new_spec_allocating_by_curves_is_refused_with_the_reason_and_writes_nothing(
+    runner, tmp_path, dry_run
+):
+    """Withdrawn: a sweep stored with it still resumes (`tests/sweeper/run/test_withdrawn_allocation.py`)."""
+    path = write_spec(tmp_path, tiny_spec(budget={"trials": 4, "allocate": "curves"}))
+    line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if "allocate: curves" in l)
+    result = invoke(runner, "launch", str(path), *(["--dry-run"] if dry_run else []))
+    assert result.exit_code == 2
+    (problem,) = result.output.strip().splitlines()[1:]
+    assert problem.strip().startswith(f"{path}:{line}: budget.allocate: curves is withdrawn (")
+    assert "use allocate: equal or race" in problem and "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
 def test_one_bad_config_among_several_launches_none(runner, tmp_path):
     good = write_spec(tmp_path, tiny_spec(), "good.yaml")
     bad = write_spec(tmp_path, {**tiny_spec(), "seed": -1}, "bad.yaml")

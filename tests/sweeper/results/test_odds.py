@@ -4,6 +4,7 @@ seeds, then near-identical configurations, then the recorded tables, and says wh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -146,3 +147,18 @@ def test_a_maximised_objective_at_100_percent_is_read_as_a_loss_at_its_floor() -
     rivals = {"goru": Estimate(1.0, 1, "b"), "gru": Estimate(0.95, 1, "b"), "lstm": Estimate(0.6, 1, "b")}
     said = odds(rivals, perfect, "max")
     assert said.winner == "goru" and said.co_winners == ["goru"] and said.p_winner > 0.99
+
+
+def test_a_rival_drawn_fewer_times_than_it_searches_values_gets_a_word_with_what_it_rests_on() -> None:
+    from sweeper.results.odds import few_draws
+
+    thin = few_draws({"gru": 1, "ncgru": 2, "lstm": 3}, {"gru": 2, "ncgru": 8, "lstm": 3}, winner="gru")
+    assert thin == {"ncgru": (2, 8)}  # the winner's own best can only improve; lstm drew 3 of 3
+    said = odds(
+        {"gru": Estimate(0.1, 1, "its best trial"), "ncgru": Estimate(0.3, 1, "its best trial")},
+        Noise(0.004, "near-identical configurations (5 pairs)"),
+        "min",
+    )
+    lines = dataclasses.replace(said, thin=thin).lines("denoise-1")
+    assert lines[-1].startswith("the search may have missed a rival's better configuration (ncgru 2/8:")
+    assert said.lines("denoise-1")[-1].startswith("P(gru is the true winner)")

@@ -149,36 +149,33 @@ def test_scheduler_prunes_and_a_raising_trial_fails_while_the_sweep_goes_on(shar
             assert max(trial.intermediate_values) < 30
 
 
-def test_a_family_raced_out_on_its_curve_shows_in_status_json_and_mlflow(shared_launch):
+def test_a_model_the_race_stopped_shows_in_status_json_and_mlflow(shared_launch):
     cwd, result = shared_launch
     sweeps = cwd / "sweeps"
     assert "sweep raced-1: finished" in result.stdout, result.stdout + result.stderr
     trials = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "raced-1")
     gru = trials["gru"]
-    assert len(gru) == 3 and len(trials["scornn"]) == 7  # the trials gru did not run went to scornn
-    said = "raced out at iteration 600 of 600: P(level or ahead) < 0.03"
+    assert len(gru) == 2 and len(trials["scornn"]) == 4  # the trials gru did not run went to scornn
+    said = "stopped by the race after 2 trials: best "
     status = run_cli(["status", "raced-1"], cwd)
     assert status.returncode == 0 and said in status.stdout, status.stdout
     data = json.loads(run_cli(["status", "raced-1", "--json"], cwd).stdout)
     (row,) = [s for s in data["studies"] if s["model"] == "gru"]
-    assert row["race_stopped"].startswith(said)
-    assert "against scornn (0.029 by the ranks of its 3 trials and scornn's 4" in row["race_stopped"]
+    assert row["race_stopped"].startswith(said) and "against scornn's " in row["race_stopped"]
     client = MlflowClient(f"sqlite:///{sweeps / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name.startswith("raced-1")]
     (parent,) = client.search_runs(
         [experiment.experiment_id], "tags.`sweeper.role` = 'study' and tags.model = 'gru'"
     )
-    tags = parent.data.tags
-    assert tags["sweeper.raced_out"].startswith(said) and "by the ranks of" in tags["sweeper.raced_out"]
-    assert tags["sweeper.raced_out.iteration"] == "600" and tags["sweeper.raced_out.against"] == "scornn"
-    assert float(tags["sweeper.raced_out.p_win"]) < 0.03
-    # the verdict states its odds: scoRNN alone, against the only other model, dropped far behind
-    assert "P(scornn is the true winner) = 1.00" in status.stdout and data["odds"]["winner"] == "scornn"
+    assert parent.data.tags["sweeper.raced_out"] == row["race_stopped"]
+    # the verdict states its odds: scoRNN alone, against the only other model, stopped far behind
+    # (what they say, recalibrated to how often a race's verdicts were right: test_calibration.py)
+    assert "P(scornn is the true winner) = " in status.stdout and data["odds"]["winner"] == "scornn"
     (winner,) = client.search_runs(
         [experiment.experiment_id], "tags.`sweeper.role` = 'study' and tags.model = 'scornn'"
     )
-    assert winner.data.metrics["p_best"] == 1.0 and winner.data.tags["sweeper.verdict"].startswith(
-        "winner, P 1.00"
+    assert winner.data.metrics["p_best"] >= 0.9 and winner.data.tags["sweeper.verdict"].startswith(
+        "winner, P "
     )
 
 

@@ -97,29 +97,25 @@ def test_shipped_configs_validate_with_every_profile(path):
         ),
         (lambda s: s.update(objective={"metric": "bleu", "mode": "max"}), "objective.metric", "reports"),
         (lambda s: s.update(name="has space"), "name", "pattern"),
+        (lambda s: s["budget"].update(allocate="curves"), "budget.allocate", "curves is withdrawn"),
         (
             lambda s: s["budget"].update(drop_below=0.05),
             "budget.drop_below",
-            "does nothing under allocate: equal",
+            "only allocate: curves read it, and it is withdrawn",
         ),
         (
             lambda s: s["budget"].update(allocate="race", drop_below=0.05),
             "budget.drop_below",
-            "only allocate: curves reads it",
+            "only allocate: curves read it, and it is withdrawn",
         ),
         (lambda s: s["budget"].update(race_rung=2), "budget.race_rung", "does nothing under allocate: equal"),
         (
-            lambda s: s["budget"].update(allocate="curves", race_rung=2),
-            "budget.race_rung",
+            lambda s: s["budget"].update(race_exempt=["gru"]),
+            "budget.race_exempt",
             "only allocate: race reads it",
         ),
         (
-            lambda s: s["budget"].update(race_exempt=["gru"]),
-            "budget.race_exempt",
-            "only allocate: race or curves reads it",
-        ),
-        (
-            lambda s: s["budget"].update(allocate="curves", race_exempt=["gru", "lstm"]),
+            lambda s: s["budget"].update(allocate="race", race_exempt=["gru", "lstm"]),
             "budget.race_exempt",
             "names every model",
         ),
@@ -193,3 +189,16 @@ def test_a_stored_spec_with_a_setting_its_allocation_ignores_still_loads() -> No
     raw = tiny_spec(budget={"trials": 4, "drop_below": 0.05})
     assert errors_of(dump(raw))
     assert parse_spec(dump(raw), "sweep s-1", trusted=True).budget.drop_below == 0.05
+
+
+def test_the_withdrawn_curves_allocation_is_refused_in_a_new_spec_and_read_from_a_stored_one() -> None:
+    """One line naming the file, the line and the field; a sweep stored with it still loads."""
+    raw = tiny_spec(budget={"trials": 4, "allocate": "curves", "drop_below": 0.05})
+    text = dump(raw)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "allocate: curves" in l)
+    errors = errors_of(text)
+    (refused,) = [e for e in errors if "budget.allocate" in e]
+    assert refused.startswith(f"bad.yaml:{line}: budget.allocate: curves is withdrawn (")
+    assert refused.endswith("; use allocate: equal or race") and "\n" not in refused
+    stored = parse_spec(text, "sweep s-1", trusted=True).budget
+    assert (stored.allocate, stored.drop_below) == ("curves", 0.05)
