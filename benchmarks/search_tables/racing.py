@@ -90,14 +90,20 @@ def wall_90(lines: list[Timeline], truth: Truth) -> float | None:
     return value if math.isfinite(value) else None
 
 
+DROP_GOAL = 0.05  # the most of an allocation's drops that may stop a true co-winner
+
+
 def judged_drops(traces: list[dict[str, Any]], truth: Truth) -> dict[str, Any]:
-    """Every family a race dropped, and how many of those were true co-winners."""
+    """Every family an allocation dropped, how many of those were true co-winners, and whether
+    that share is within `DROP_GOAL` (an allocation that drops nothing meets it)."""
     dropped = [model for trace in traces for _, model in trace["race_stops"]]
     wrong = sum(model in truth.co_winners for model in dropped)
+    share = wrong / len(dropped) if dropped else None
     return {
         "drops": len(dropped),
         "co_winners_dropped": wrong,
-        "share": wrong / len(dropped) if dropped else None,
+        "share": share,
+        "met": share is None or share <= DROP_GOAL,
     }
 
 

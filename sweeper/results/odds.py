@@ -124,6 +124,8 @@ class Odds:
     modelled: float | None = None
     # rivals whose best may lie where the search has not looked (`few_draws`): complete, searched
     thin: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # each model's chance that its true value lies within the tie margin of the best: a co-winner
+    p_level: dict[str, float] = field(default_factory=dict)
 
     @property
     def tie(self) -> bool:
@@ -253,7 +255,9 @@ def odds(estimates: dict[str, Estimate], noise: Noise, mode: str, seed: int = 0)
     named = [models.index(m) for m in co]
     tie = np.all(draws[:, named] - draws.min(axis=1, keepdims=True) <= margin, axis=1)
     p_tie = float(tie.mean()) if tied else None
-    return Odds(winner, p_best[winner], p_best, co, noise, estimates, p_tie)
+    level = draws - draws.min(axis=1, keepdims=True) <= margin
+    p_level = {m: float(share) for m, share in zip(models, level.mean(axis=0), strict=True)}
+    return Odds(winner, p_best[winner], p_best, co, noise, estimates, p_tie, p_level=p_level)
 
 
 def near_identical(trials: list[FrozenTrial], mode: str) -> list[float]:

@@ -1,11 +1,16 @@
-"""Racing models: successive halving across a sweep's studies on their best objective.
+"""Racing models: successive halving across a sweep's studies, stopping a model only on evidence
+that it does not tie for the win.
 
 Every model first gets a rung of trials. Once each model still in the race has finished its
-rung, the better half (by best objective; a model with no complete trial ranks last) goes on to a
-rung twice as long and the rest stop, with the reason stored on their study. A model in
-`budget.race_exempt` runs beside the race: never stopped, not ranked against the others. The trials the
-stopped models did not spend go to the survivors: the sweep never spends more than an equal
-budget would (trials × models), and the last rung shares what is left.
+rung, the worse half (by best objective) may stop, but only a model whose stated chance of being a
+co-winner (its true value within the tie margin of the best: the verdict's event, from the
+service's own odds on the race's complete trials) is below `DROP_BELOW`, or whose whole rung
+ended without a complete trial; the reason and that chance are stored on its study. The rest go
+on to a rung twice as long; where no model could be stopped, the models left tie as far as the race
+can tell, halving stops and they share what is left. A model in `budget.race_exempt` runs beside
+the race: never stopped, not ranked against the others. The trials the stopped models did not
+spend go to the survivors: the sweep never spends more than an equal budget would (trials ×
+models).
 
 The state lives in the studies (`RACE_STOP_ATTR`, `SHARE_ATTR`), so `resume` picks the race up.
 """
@@ -16,10 +21,22 @@ import math
 from typing import Protocol
 
 import optuna
+from optuna.trial import TrialState
 
+from sweeper.results.odds import (
+    Estimate,
+    near_identical,
+    odds,
+    search_spread,
+    seed_noise,
+    signed,
+    with_search,
+)
 from sweeper.run.search.samplers import startup_trials
 from sweeper.spec.sweep import SweepSpec
-from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
+from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR, own_trials
+
+DROP_BELOW = 0.02  # a model's stated chance of being a co-winner below which the race may stop it
 
 
 def race_rung(spec: SweepSpec, papers: int = 0) -> int:
@@ -85,17 +102,46 @@ class Race:
         if any(p.running or p.remaining > 0 for p in alive):  # a plan out of steps or time has run its rung
             return
         ranked = sorted(self.contenders(), key=self._rank)
-        keep = math.ceil(len(ranked) / 2)
         leader = ranked[0]
-        for plan in ranked[keep:]:
+        chances = self.co_winner_chances(alive)
+        dropped = [p for p in ranked[math.ceil(len(ranked) / 2) :] if chances.get(p.model, 0.0) < DROP_BELOW]
+        if not dropped:  # the models left tie as far as the race can tell: they share what is left
+            self.final = True
+            self._share(alive)
+            return
+        for plan in dropped:
+            said = (
+                f"P(within the tie margin of the best) = {chances[plan.model]:.2f}"
+                if plan.model in chances
+                else "no complete trial in its rung"
+            )
             reason = (
-                f"stopped by the race after {plan.done} trials: best {_shown(plan.best)} against "
-                f"{leader.model}'s {_shown(leader.best)}"
+                f"stopped by the race after {plan.done} trials: {said}; best {_shown(plan.best)} "
+                f"against {leader.model}'s {_shown(leader.best)}"
             )
             self.stopped[plan.model] = reason
             plan.study.set_user_attr(RACE_STOP_ATTR, {"cut": self.cuts, "reason": reason})
         self.cuts += 1
         self._allot()
+
+    def co_winner_chances(self, plans: list[Raced]) -> dict[str, float]:
+        """Each model's stated chance that its true value lies within the tie margin of the best,
+        by the service's odds on the plans' complete trials (none for a model without one)."""
+        trials = {p.model: own_trials(p.study, (TrialState.COMPLETE,)) for p in plans}
+        estimates = {
+            m: Estimate(min(float(t.value) for t in done if t.value is not None), 1, "its best trial")
+            if self.mode == "min"
+            else Estimate(max(float(t.value) for t in done if t.value is not None), 1, "its best trial")
+            for m, done in trials.items()
+            if any(t.value is not None for t in done)
+        }
+        if len(estimates) < 2:
+            return {m: 1.0 for m in estimates}
+        spreads = {m: search_spread([float(t.value) for t in trials[m]], self.mode) for m in estimates}
+        pairs = [d for done in trials.values() for d in near_identical(done, self.mode)]
+        best = min(estimates.values(), key=lambda e: signed(e.value, self.mode))
+        said = odds(with_search(estimates, spreads), seed_noise([], pairs, best.value, self.mode), self.mode)
+        return {} if said is None else dict(said.p_level)
 
     def _allot(self) -> None:
         """Each plan's budget: what it ran once stopped; the next rung, or the rest shared."""
@@ -103,16 +149,24 @@ class Race:
             if plan.model in self.stopped:
                 plan.budget = plan.done
         alive = self.alive()
-        left = self.total - sum(p.done for p in self.plans if p.model in self.stopped)
         rung = self.rung * 2**self.cuts
-        if len(self.contenders()) < 2 or rung * len(alive) >= left:
+        if len(self.contenders()) < 2 or rung * len(alive) >= self._left():
             self.final = True
-            share, extra = divmod(left, max(1, len(alive)))
-            for index, plan in enumerate(alive):
-                plan.budget = share + (index < extra)
-        else:
-            for plan in alive:
-                plan.budget = rung
+            self._share(alive)
+            return
+        for plan in alive:
+            plan.budget = rung
+        for plan in self.plans:
+            plan.study.set_user_attr(SHARE_ATTR, plan.budget)
+
+    def _left(self) -> int:
+        return self.total - sum(p.done for p in self.plans if p.model in self.stopped)
+
+    def _share(self, alive: list[Raced]) -> None:
+        """The models left share what the stopped ones did not spend."""
+        share, extra = divmod(self._left(), max(1, len(alive)))
+        for index, plan in enumerate(alive):
+            plan.budget = share + (index < extra)
         for plan in self.plans:
             plan.study.set_user_attr(SHARE_ATTR, plan.budget)
 

@@ -42,7 +42,10 @@ def test_drops_are_judged_against_the_truths_co_winners() -> None:
         "drops": 3,
         "co_winners_dropped": 1,
         "share": pytest.approx(1 / 3),
+        "met": False,
     }
+    kept = [{"race_stops": [(1.0, "b")] * 19 + [(2.0, "a")]}]
+    assert racing.judged_drops(kept, TRUTH)["met"] and racing.judged_drops([{"race_stops": []}], TRUTH)["met"]
 
 
 def _trial(model: str, design: int, seed: int, value: float) -> dict:

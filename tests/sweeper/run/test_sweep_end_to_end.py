@@ -156,12 +156,12 @@ def test_a_model_the_race_stopped_shows_in_status_json_and_mlflow(shared_launch)
     trials = studies(f"sqlite:///{sweeps / 'sweeper.db'}", "raced-1")
     gru = trials["gru"]
     assert len(gru) == 2 and len(trials["scornn"]) == 4  # the trials gru did not run went to scornn
-    said = "stopped by the race after 2 trials: best "
+    said = "stopped by the race after 2 trials: P(within the tie margin of the best) = "
     status = run_cli(["status", "raced-1"], cwd)
     assert status.returncode == 0 and said in status.stdout, status.stdout
     data = json.loads(run_cli(["status", "raced-1", "--json"], cwd).stdout)
     (row,) = [s for s in data["studies"] if s["model"] == "gru"]
-    assert row["race_stopped"].startswith(said) and "against scornn's " in row["race_stopped"]
+    assert row["race_stopped"].startswith(said) and "; best " in row["race_stopped"]
     client = MlflowClient(f"sqlite:///{sweeps / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name.startswith("raced-1")]
     (parent,) = client.search_runs(

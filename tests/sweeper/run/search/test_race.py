@@ -42,7 +42,8 @@ def test_a_hopeless_model_stops_after_its_rung_and_the_winner_gets_its_trials() 
     assert run_out(searcher) == 16  # never more than an equal budget would spend
     assert plans["lstm"].done == 2 and plans["gru"].done == 14
     stop = plans["lstm"].study.user_attrs[RACE_STOP_ATTR]
-    assert stop == {"cut": 0, "reason": "stopped by the race after 2 trials: best 0.9 against gru's 0.5"}
+    said = "stopped by the race after 2 trials: P(within the tie margin of the best) = 0.00; best 0.9 against gru's 0.5"
+    assert stop == {"cut": 0, "reason": said}
     assert RACE_STOP_ATTR not in plans["gru"].study.user_attrs
     assert plans["gru"].study.user_attrs[SHARE_ATTR] == 14
 
@@ -61,6 +62,25 @@ def test_the_field_halves_at_each_rung_and_a_resume_finds_the_race_where_it_was(
     assert run_out(resumed) == 5  # the second rung's last trial, then the winner's share
     assert "scornn" in resumed.race.stopped
     assert plans["ncgru"].done == plans["ncgru"].budget == 16 - 2 - 2 - 4
+
+
+def test_two_models_tied_within_the_margin_both_stay_and_share_what_is_left() -> None:
+    """gru and lstm a hair apart: neither's chance of tying for the win is small, so the race stops
+    no one at its rung, halving stops and both run to an equal share; scornn and ncgru, far
+    behind, are stopped, each with its stated chance."""
+    tied = {"gru": 0.5, "lstm": 0.5005, "scornn": 0.9, "ncgru": 0.95}
+    searcher, plans, _ = race(tuple(tied), trials=8, rung=2)
+    for n in range(1000):
+        config = searcher.suggest(str(n))
+        if config is Searcher.FINISHED:
+            break
+        searcher.on_trial_complete(str(n), {"step": 30, "valid_loss": tied[config["model"]]})
+    assert set(searcher.race.stopped) == {"scornn", "ncgru"} and searcher.race.final
+    for model in ("scornn", "ncgru"):
+        assert "P(within the tie margin of the best) = 0.00" in searcher.race.stopped[model]
+    assert plans["gru"].done == plans["lstm"].done == (32 - 2 - 2) // 2
+    chances = searcher.race.co_winner_chances(list(plans.values()))
+    assert chances["gru"] > 0.9 and chances["lstm"] > 0.5 and chances["ncgru"] < 0.02
 
 
 def test_the_first_rung_holds_each_studys_random_trials() -> None:
