@@ -159,6 +159,33 @@ def odds_offered() -> str:
     return fmt.table([*header, "right, stating >= 0.9"], rows)
 
 
+OFFERED_REPLAYS = {  # each recorded table's replay of the offered searches
+    "first": "search-offered.json",
+    "second": "search-hidden-offered.json",
+    "third": "search-algorithmic-offered.json",
+}
+
+
+def race_drops() -> str:
+    """Per table, task and W: the share of the race's drops that stopped a true co-winner, when it
+    halved by rank (`race` in the full replays) and now that it stops a model only on its odds
+    (`race-indep`, the default's other settings, in the offered searches' replays)."""
+    rows = []
+    for label, name in SEARCH_TABLES.items():
+        before, after = fmt.load(name)["tasks"], fmt.load(OFFERED_REPLAYS[label])["tasks"]
+        for task, workers in _replay_cells(fmt.load(name)):
+            cells = []
+            for tasks, strategy in ((before, "race"), (after, "race-indep")):
+                drops = tasks[task][f"W={workers}"]["strategies"][strategy]["drops"]
+                cells.append(
+                    f"{fmt.of(drops['co_winners_dropped'], drops['drops'])}" if drops["drops"] else "none"
+                )
+            met = after[task][f"W={workers}"]["strategies"]["race-indep"]["drops"]["met"]
+            rows.append([label, fmt.cell(task, workers), *cells, "met" if met else "missed"])
+    header = ["table", "task, W", "co-winners stopped, by rank", "on its odds", "at most 5%"]
+    return fmt.table(header, rows)
+
+
 def odds_summary() -> str:
     """The recalibration judged leave-one-task-out, over every (table, task, W, offered search)."""
     summary = fmt.load("odds-calibration.json")["summary"]
