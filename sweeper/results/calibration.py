@@ -36,18 +36,12 @@ FEATURES = ("intercept", "logit stated", "tie", *(f"search: {s}" for s in SEARCH
 CLIP = 1e-3  # a stated chance is taken within [CLIP, 1 - CLIP]: 20,000 draws resolve no finer
 
 
-def features(stated: float, ended: float, search: str) -> list[float]:
-    """The map's inputs for one verdict, in `FEATURES`' order: `ended` is the share of the sweep's
-    trials that have ended (1 once it has)."""
+def features(stated: float, tie: bool, search: str) -> list[float]:
+    """The map's inputs for one end-of-sweep verdict, in `FEATURES`' order."""
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r} (known: {', '.join(SEARCHES)})")
     p = min(max(stated, CLIP), 1 - CLIP)
-    return [
-        1.0,
-        math.log(p / (1 - p)),
-        min(max(ended, 0.0), 1.0),
-        *(float(search == s) for s in SEARCHES[1:]),
-    ]
+    return [1.0, math.log(p / (1 - p)), float(tie), *(float(search == s) for s in SEARCHES[1:])]
 
 
 def search_of(sampler: Any, allocate: str) -> str:
