@@ -287,38 +287,51 @@ def _close(a: FrozenTrial, b: FrozenTrial) -> bool:
     return True
 
 
-def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True) -> Odds | None:
-    """The odds of a stored sweep's verdict (see the module's docstring); on its trials alone
-    without `confirmations_too` (the leaders `sweeper confirm` takes, which its runs must not move)."""
-    mode = stored_spec(record).resolved_objective().mode
-    confirmations = (
-        {c.model: c for c in confirmed(store, record) if c.objectives} if confirmations_too else {}
-    )
+def trial_odds(
+    trials: dict[str, list[FrozenTrial]], mode: str, confirmations: dict[str, list[float]] | None = None
+) -> Odds | None:
+    """The odds over models' complete trials (see the module's docstring): each model's best, or
+    the mean of its `confirmations` where it has them; what the verdict and the race both state."""
+    confirmations = confirmations or {}
     estimates: dict[str, Estimate] = {}
     spreads: dict[str, float | None] = {}
     pairs: list[float] = []
-    complete: dict[str, int] = {}
-    for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
-        trials = own_trials(study, (TrialState.COMPLETE,))
-        pairs += near_identical(trials, mode)
-        model = study_record.model
-        complete[model] = len(trials)
-        spreads[model] = search_spread([float(t.value) for t in trials], mode)  # type: ignore[arg-type]
+    for model, done in trials.items():
+        pairs += near_identical(done, mode)
+        values = [float(t.value) for t in done if t.value is not None]
+        spreads[model] = search_spread(values, mode)
         if model in confirmations:
-            runs = confirmations[model].objectives
+            runs = confirmations[model]
             estimates[model] = Estimate(float(np.mean(runs)), len(runs), f"{len(runs)} confirmation runs")
-        elif trials:
-            best = min(t.value for t in trials) if mode == "min" else max(t.value for t in trials)  # type: ignore[type-var]
-            estimates[model] = Estimate(float(best), 1, "its best trial")  # type: ignore[arg-type]
+        elif values:
+            estimates[model] = Estimate(min(values, key=lambda v: signed(v, mode)), 1, "its best trial")
     if not estimates:
         return None
-    repeated = [list(c.objectives) for c in confirmations.values()]
     winner = min(estimates.values(), key=lambda e: signed(e.value, mode))
-    said = odds(with_search(estimates, spreads), seed_noise(repeated, pairs, winner.value, mode), mode)
+    noise = seed_noise(list(confirmations.values()), pairs, winner.value, mode)
+    return odds(with_search(estimates, spreads), noise, mode)
+
+
+def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True) -> Odds | None:
+    """The odds of a stored sweep's verdict (see the module's docstring); on its trials alone
+    without `confirmations_too` (the leaders `sweeper confirm` takes, which its runs must not move)."""
+    spec = stored_spec(record)
+    mode = spec.resolved_objective().mode
+    confirmations = (
+        {c.model: list(c.objectives) for c in confirmed(store, record) if c.objectives}
+        if confirmations_too
+        else {}
+    )
+    trials = {
+        s.model: own_trials(
+            optuna.load_study(study_name=s.study_name, storage=store.optuna), (TrialState.COMPLETE,)
+        )
+        for s in record.studies
+    }
+    said = trial_odds(trials, mode, confirmations)
     if said is None:
         return None
-    spec = stored_spec(record)
+    complete = {m: len(done) for m, done in trials.items()}
     searched = {s.model: searched_count(spec, s.model) for s in record.studies}
     said = dataclasses.replace(said, thin=few_draws(complete, searched, said.winner))
     # the map was learned on finished sweeps' own trials: not mid-sweep, nor on fresh seeds

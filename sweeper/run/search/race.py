@@ -23,15 +23,7 @@ from typing import Protocol
 import optuna
 from optuna.trial import TrialState
 
-from sweeper.results.odds import (
-    Estimate,
-    near_identical,
-    odds,
-    search_spread,
-    seed_noise,
-    signed,
-    with_search,
-)
+from sweeper.results.odds import trial_odds
 from sweeper.run.search.samplers import startup_trials
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR, own_trials
@@ -126,21 +118,9 @@ class Race:
 
     def co_winner_chances(self, plans: list[Raced]) -> dict[str, float]:
         """Each model's stated chance that its true value lies within the tie margin of the best,
-        by the service's odds on the plans' complete trials (none for a model without one)."""
+        by the verdict's own odds on the plans' complete trials (none for a model without one)."""
         trials = {p.model: own_trials(p.study, (TrialState.COMPLETE,)) for p in plans}
-        estimates = {
-            m: Estimate(min(float(t.value) for t in done if t.value is not None), 1, "its best trial")
-            if self.mode == "min"
-            else Estimate(max(float(t.value) for t in done if t.value is not None), 1, "its best trial")
-            for m, done in trials.items()
-            if any(t.value is not None for t in done)
-        }
-        if len(estimates) < 2:
-            return {m: 1.0 for m in estimates}
-        spreads = {m: search_spread([float(t.value) for t in trials[m]], self.mode) for m in estimates}
-        pairs = [d for done in trials.values() for d in near_identical(done, self.mode)]
-        best = min(estimates.values(), key=lambda e: signed(e.value, self.mode))
-        said = odds(with_search(estimates, spreads), seed_noise([], pairs, best.value, self.mode), self.mode)
+        said = trial_odds(trials, self.mode)
         return {} if said is None else dict(said.p_level)
 
     def _allot(self) -> None:
