@@ -335,7 +335,7 @@ def confirm(
     from sweeper.results.retrained import confirmed
     from sweeper.results.tables import confirmation_table
     from sweeper.run.confirm import run_confirmation, select_studies
-    from sweeper.run.confirm_leaders import confirm_leaders, default_cap
+    from sweeper.run.confirm_leaders import confirm_leaders
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.store.database import StoreError
     from sweeper.store.locations import default_tracking_uri
@@ -351,8 +351,7 @@ def confirm(
         if every or task or model:
             end, notes = run_confirmation(store, record, where, seeds=seeds or 3, task=task, model=model)
         else:
-            cap = seeds or default_cap(store, record)
-            outcome = confirm_leaders(store, record, where, cap=cap, level=level, claim=claim)
+            outcome = confirm_leaders(store, record, where, cap=seeds, level=level, claim=claim)
             end, notes, decided = outcome.end, outcome.notes, outcome.decision is not None
     except (StoreError, MissingGPUs) as exc:
         raise refused(exc) from None

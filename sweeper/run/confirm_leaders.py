@@ -26,12 +26,6 @@ from sweeper.store.states import SweepStatus
 from sweeper.store.trial_record import best_trial
 
 
-def default_cap(store: Store, record: SweepRecord) -> int:
-    """The seeds each leader runs at most where `confirm` is not told: the verdict's suggestion."""
-    mode = stored_spec(record).resolved_objective().mode
-    return suggested_seeds(seeds_asked(store, leaders(store, record, mode).studies))
-
-
 @dataclass(frozen=True)
 class Leaders:
     """The studies `confirm` decides between and the tie margin it tests, both from the verdict on
@@ -94,14 +88,15 @@ def confirm_leaders(
     record: SweepRecord,
     where: Where | None,
     *,
-    cap: int,
+    cap: int | None,
     level: float,
     claim: Claim = "ahead",
     run: Callable[[Store, SweepRecord, Any, list[Job], str], RunEnd] | None = None,
 ) -> LeadersDecided:
     """Fresh seeds for every leader (`leaders`), one more each per round (two to start), until
     `claim` is made at `level` (`separation.decide`, valid at every look, the runs of earlier
-    invocations counted), or the claim that rules it out is, or each has run `cap`: a clear case
+    invocations counted), or the claim that rules it out is, or each has run `cap` (None: the
+    verdict's suggestion, `suggested_seeds`): a clear case
     costs few seeds. The decision is kept on the sweep (status, its JSON and MLflow say it). `run`
     trains a round's jobs (`run_jobs`: Ray trials)."""
     run = run or run_jobs
@@ -116,6 +111,7 @@ def confirm_leaders(
         )
     names = [s.model for s in studies]
     asked = seeds_asked(store, studies)
+    cap = suggested_seeds(asked) if cap is None else cap
     look, end = max(FIRST_LOOK, asked), RunEnd(record.name, SweepStatus.FINISHED, None)
     while True:
         jobs, notes = plan_confirmations(store, record, spec, look, studies)
@@ -142,9 +138,9 @@ def confirm_leaders(
             "looks further, at the same level"
         )
     kept = {**decision.as_dict(claim), "line": said, "suggested_seeds": suggestion}
-    with store.session() as session:
-        session.get(SweepRecord, record.id).confirmation_json = json.dumps(kept, sort_keys=True)
     record.confirmation_json = json.dumps(kept, sort_keys=True)
+    with store.session() as session:
+        session.get(SweepRecord, record.id).confirmation_json = record.confirmation_json
     if record.tracking_uri and record.mlflow_experiment_id:
         log_confirmation(open_tracker(record.tracking_uri), record, kept)
     return LeadersDecided(end, notes, decision)

@@ -199,7 +199,7 @@ def _confirm(
     folder: Path,
     bests: dict[str, list[float]],
     confirmed: dict[str, list[float]],
-    cap: int = 6,
+    cap: int | None = 6,
     claim: str = "ahead",
 ):
     """A sweep with these complete trials, confirmed (level 0.95) by runs that end at
@@ -259,6 +259,13 @@ def test_confirm_goes_to_its_cap_when_undecided_and_a_later_call_looks_on_from_t
     decided = confirm_leaders(store, record, None, cap=7, level=0.95, run=_trainer(unclear, later))
     assert later == [2] and "after 7 seeds each" in decided.notes[-2]
     assert sweep_status(store.get_sweep(record.name), [], "status").confirmation.runs == {"gru": 7, "lstm": 7}
+
+
+def test_confirm_told_no_cap_runs_to_the_seeds_the_verdict_suggests(tmp_path: Path) -> None:
+    unclear = {"gru": [0.20, 0.30], "lstm": [0.27, 0.33]}
+    _, _, rounds, notes = _confirm(tmp_path / "u", {"gru": [0.25], "lstm": [0.29]}, unclear, cap=None)
+    assert rounds == [4, 2, 2, 2]  # five seeds each: `suggested_seeds(0)`
+    assert notes[-1].startswith("not decided within 5 seeds each: `sweeper confirm pair-1 --seeds 10`")
 
 
 def test_confirm_takes_every_model_of_the_leading_tie_and_confirms_a_tie(tmp_path: Path) -> None:
