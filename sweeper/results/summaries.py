@@ -215,9 +215,9 @@ def cost_line(summaries: list[StudySummary]) -> str | None:
 
 
 def missing_models(summaries: list[StudySummary]) -> list[str]:
-    """The models without a complete trial that no race dropped: a verdict can only rank the
-    others, and a model raced out is answered (it cannot win)."""
-    return [s.model for s in summaries if s.best_value is None and not s.race_stopped]
+    """The models without a complete trial: a verdict can only rank the others. A model a race
+    stopped before it completed one is among them: nothing says it could not have won."""
+    return [s.model for s in summaries if s.best_value is None]
 
 
 def format_params(params: dict[str, Any], separator: str = ", ") -> str:

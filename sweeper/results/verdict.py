@@ -31,9 +31,18 @@ def answer_notes(record: SweepRecord, summaries: list[StudySummary], odds: Odds 
     """What the verdict says beside its winner, and the report below its rows: the odds, each
     model a race dropped and why, and the price at launch against what the trials spent."""
     lines = [] if odds is None else odds.lines(record.name)
-    lines += [f"{s.model}: {s.race_stopped}" for s in summaries if s.race_stopped]
+    lines += [raced_out(s, odds) for s in summaries if s.race_stopped]
     cost = cost_line(summaries)
     return lines if cost is None else [*lines, cost]
+
+
+def raced_out(summary: StudySummary, odds: Odds | None) -> str:
+    """A model the race stopped is unfinished, not beaten: the line gives why it stopped and its
+    chance of tying for the win on the trials the sweep ended with (what the odds count it as)."""
+    line = f"{summary.model}: {summary.race_stopped}"
+    if odds is not None and summary.model in odds.p_level:
+        line += f"; unfinished, P(within the tie margin of the best) now {odds.p_level[summary.model]:.2f}"
+    return line
 
 
 def verdict(

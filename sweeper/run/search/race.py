@@ -4,8 +4,13 @@ that it does not tie for the win.
 Every model first gets a rung of trials. Once each model still in the race has finished its
 rung, the worse half (by best objective) may stop, but only a model whose stated chance of being a
 co-winner (its true value within the tie margin of the best: the verdict's event, from the
-service's own odds on the race's complete trials) is below `DROP_BELOW`, or whose whole rung
-ended without a complete trial; the reason and that chance are stored on its study. The rest go
+service's own odds on the race's complete trials) is below `DROP_BELOW` and whose best lies at
+least `BEHIND_AT_LEAST` tie margins behind the leader's, or whose whole rung ended without a
+complete trial; the reason and that chance are stored on its study. The second condition is there
+because a rung draws a few configurations of each model: the odds' search spread, estimated from
+them, cannot see a better region none was drawn in, and in the recorded tables' replayed races
+true co-winners were stopped at P < 0.02 from up to about 11 tie margins behind (the benchmarks
+README, races judged). The rest go
 on to a rung twice as long; where no model could be stopped, the models left tie as far as the race
 can tell, halving stops and they share what is left. A model in `budget.race_exempt` runs beside
 the race: never stopped, not ranked against the others. The trials the stopped models did not
@@ -23,12 +28,14 @@ from typing import Protocol
 import optuna
 from optuna.trial import TrialState
 
-from sweeper.results.odds import trial_odds
+from sweeper.results.odds import Odds, signed, trial_odds
+from sweeper.results.separation import tie_margin
 from sweeper.run.search.samplers import startup_trials
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR, own_trials
 
 DROP_BELOW = 0.02  # a model's stated chance of being a co-winner below which the race may stop it
+BEHIND_AT_LEAST = 12.0  # tie margins behind the leader's best a model must lie for the race to stop it
 
 
 def race_rung(spec: SweepSpec, papers: int = 0) -> int:
@@ -95,20 +102,28 @@ class Race:
             return
         ranked = sorted(self.contenders(), key=self._rank)
         leader = ranked[0]
-        chances = self.co_winner_chances(alive)
-        dropped = [p for p in ranked[math.ceil(len(ranked) / 2) :] if chances.get(p.model, 0.0) < DROP_BELOW]
+        said = self.odds(alive)
+        chances = {} if said is None else said.p_level
+        behind = {} if said is None else margins_behind(said, self.mode)
+        dropped = [
+            p
+            for p in ranked[math.ceil(len(ranked) / 2) :]
+            if p.model not in chances
+            or (chances[p.model] < DROP_BELOW and behind[p.model] >= BEHIND_AT_LEAST)
+        ]
         if not dropped:  # the models left tie as far as the race can tell: they share what is left
             self.final = True
             self._share(alive)
             return
         for plan in dropped:
-            said = (
-                f"P(within the tie margin of the best) = {chances[plan.model]:.2f}"
+            why = (
+                f"P(within the tie margin of the best) = {chances[plan.model]:.2f}, "
+                + _margins(behind[plan.model])
                 if plan.model in chances
                 else "no complete trial in its rung"
             )
             reason = (
-                f"stopped by the race after {plan.done} trials: {said}; best {_shown(plan.best)} "
+                f"stopped by the race after {plan.done} trials: {why}; best {_shown(plan.best)} "
                 f"against {leader.model}'s {_shown(leader.best)}"
             )
             self.stopped[plan.model] = reason
@@ -116,12 +131,12 @@ class Race:
         self.cuts += 1
         self._allot()
 
-    def co_winner_chances(self, plans: list[Raced]) -> dict[str, float]:
-        """Each model's stated chance that its true value lies within the tie margin of the best,
-        by the verdict's own odds on the plans' complete trials (none for a model without one)."""
+    def odds(self, plans: list[Raced]) -> Odds | None:
+        """The verdict's own odds on the plans' complete trials: each model's stated chance that
+        its true value lies within the tie margin of the best (`p_level`; none for a model without
+        a complete trial)."""
         trials = {p.model: own_trials(p.study, (TrialState.COMPLETE,)) for p in plans}
-        said = trial_odds(trials, self.mode)
-        return {} if said is None else dict(said.p_level)
+        return trial_odds(trials, self.mode)
 
     def _allot(self) -> None:
         """Each plan's budget: what it ran once stopped; the next rung, or the rest shared."""
@@ -154,6 +169,23 @@ class Race:
         if plan.best is None:
             return (True, 0.0)
         return (False, plan.best if self.mode == "min" else -plan.best)
+
+
+def margins_behind(said: Odds, mode: str) -> dict[str, float]:
+    """How many tie margins each model's estimate lies behind the best one's (infinite where the
+    margin is zero and the model is behind)."""
+    margin = tie_margin(said.noise.sigma)
+    values = {m: signed(e.value, mode) for m, e in said.estimates.items()}
+    best = min(values.values())
+    return {
+        m: (v - best) / margin if margin > 0 else (math.inf if v > best else 0.0) for m, v in values.items()
+    }
+
+
+def _margins(behind: float) -> str:
+    return (
+        f"{behind:.3g} tie margins behind" if math.isfinite(behind) else "behind, with no seed noise measured"
+    )
 
 
 def _shown(value: float | None) -> str:

@@ -91,3 +91,26 @@ def test_a_maximised_objective_without_a_baseline_names_the_highest_and_its_odds
     )
     assert "baseline" not in lines[0]
     assert lines[1].startswith("P(goru is the true winner) = 1.00")
+
+
+def test_a_raced_out_model_is_unfinished_with_its_chance_not_answered() -> None:
+    """A race stops a model on its stated chance of tying for the win, or for a rung without a
+    complete trial: the first stays in the odds with that chance now, the second leaves the verdict
+    partial (nothing says it could not have won)."""
+    from sweeper.results.odds import Estimate, Noise, odds
+
+    stopped = "stopped by the race after 2 trials: P(within the tie margin of the best) = 0.01"
+    lstm = summary("lstm", 0.09)
+    lstm.race_stopped = stopped
+    said = odds(
+        {"gru": Estimate(0.06, 1, "its best trial"), "lstm": Estimate(0.09, 1, "its best trial")},
+        Noise(0.001, "test"),
+        "min",
+    )
+    lines = verdict(record(), [summary("gru", 0.06), lstm], None, said)
+    assert f"lstm: {stopped}; unfinished, P(within the tie margin of the best) now 0.00" in lines
+    goru = summary("goru", None, complete=0)
+    goru.race_stopped = "stopped by the race after 2 trials: no complete trial in its rung"
+    lines = verdict(record(), [summary("gru", 0.06), summary("lstm", 0.09), goru], None)
+    assert "partial: no complete trial for goru; the verdict covers only gru, lstm" in lines
+    assert "goru: stopped by the race after 2 trials: no complete trial in its rung" in lines
