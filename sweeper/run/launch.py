@@ -44,7 +44,7 @@ from sweeper.spec.loading import stored_spec
 from sweeper.spec.preflight import NO_GPUS_OVERRIDE
 from sweeper.spec.price import Price
 from sweeper.spec.sections import WITHDRAWN_ALLOCATIONS
-from sweeper.spec.space import searched_names, study_budget
+from sweeper.spec.space import searched_count, searched_names, study_budget
 from sweeper.spec.sweep import SweepSpec
 from sweeper.store.credentials import redact
 from sweeper.store.database import DATABASE_ERRORS, Store, StudyRecord, SweepRecord, check_url, now
@@ -284,9 +284,9 @@ def searcher_over(
     searcher = MultiStudySearcher(spec, plans, tracker, experiment_id)
     if spec.budget.allocate == "race":
         rung = race_rung(spec, most_papers)
-        searcher.race = Race(
-            plans, spec.budget.trials, rung, spec.resolved_objective().mode, spec.budget.race_exempt
-        )
+        mode = spec.resolved_objective().mode
+        searched = {model: searched_count(spec, model) for model in spec.models}
+        searcher.race = Race(plans, spec.budget.trials, rung, mode, searched, spec.budget.race_exempt)
     elif spec.budget.allocate in WITHDRAWN_ALLOCATIONS:  # a stored sweep's: it runs on as equal
         for plan in plans:  # so no drop or share its race made holds any longer
             for attr in (RACE_STOP_ATTR, SHARE_ATTR):

@@ -5,13 +5,16 @@ Every model first gets a rung of trials. Once each model still in the race has f
 rung, the worse half (by best objective) may stop, but only a model whose stated chance of being a
 co-winner (its true value within the tie margin of the best: the verdict's event, from the
 service's own odds on the race's complete trials) is below `DROP_BELOW` and whose best lies at
-least `BEHIND_AT_LEAST` tie margins behind the leader's, or whose whole rung ended without a
-complete trial; the reason and that chance are stored on its study. The second condition is there
-because a rung draws a few configurations of each model: the odds' search spread, estimated from
-them, cannot see a better region none was drawn in, and in the recorded tables' replayed races
-true co-winners were stopped at P < 0.02 from up to about 11 tie margins behind (the benchmarks
-README, races judged). The rest go
-on to a rung twice as long; where no model could be stopped, the models left tie as far as the race
+least `BEHIND_AT_LEAST` tie margins behind the leader's, and which the verdict would not warn
+was drawn too thinly (`odds.few_draws`: fewer complete trials than searched values), or whose
+whole rung ended without a complete trial; the reason and that chance are stored on its study.
+The last two conditions are there because a rung draws a few configurations of each model: the
+odds' search spread, estimated from them, cannot see a better region none was drawn in. In the
+recorded tables' replayed races true co-winners were stopped at P < 0.02 from up to about 11 tie
+margins behind, and parenthesis's sole winner, NC-GRU, from 42 margins behind on 2-4 complete
+trials of its 9 searched values (the benchmarks README, races judged). The rest go
+on to a rung twice as long, as do all where no model could be stopped but one of the worse half
+was drawn too thinly; where none could be stopped otherwise, the models left tie as far as the race
 can tell, halving stops and they share what is left. A model in `budget.race_exempt` runs beside
 the race: never stopped, not ranked against the others. The trials the stopped models did not
 spend go to the survivors: the sweep never spends more than an equal budget would (trials ×
@@ -28,7 +31,7 @@ from typing import Protocol
 import optuna
 from optuna.trial import TrialState
 
-from sweeper.results.odds import Odds, signed, trial_odds
+from sweeper.results.odds import Odds, few_draws, signed, trial_odds
 from sweeper.results.separation import tie_margin
 from sweeper.run.search.samplers import startup_trials
 from sweeper.spec.sweep import SweepSpec
@@ -67,9 +70,16 @@ class Raced(Protocol):
 
 class Race:
     def __init__(
-        self, plans: list[Raced], trials: int, rung: int, mode: str, exempt: list[str] | None = None
+        self,
+        plans: list[Raced],
+        trials: int,
+        rung: int,
+        mode: str,
+        searched: dict[str, int],
+        exempt: list[str] | None = None,
     ) -> None:
         self.plans = plans
+        self.searched = searched  # each model's searched values (`spec.space.searched_count`)
         self.exempt = set(exempt or [])
         self.total = trials * len(plans)
         self.rung = rung
@@ -105,12 +115,19 @@ class Race:
         said = self.odds(alive)
         chances = {} if said is None else said.p_level
         behind = {} if said is None else margins_behind(said, self.mode)
+        complete = {p.model: len(own_trials(p.study, (TrialState.COMPLETE,))) for p in alive}
+        thin = few_draws(complete, self.searched, leader.model)
+        worse = ranked[math.ceil(len(ranked) / 2) :]
         dropped = [
             p
-            for p in ranked[math.ceil(len(ranked) / 2) :]
+            for p in worse
             if p.model not in chances
-            or (chances[p.model] < DROP_BELOW and behind[p.model] >= BEHIND_AT_LEAST)
+            or (chances[p.model] < DROP_BELOW and behind[p.model] >= BEHIND_AT_LEAST and p.model not in thin)
         ]
+        if not dropped and any(p.model in thin for p in worse):  # too few draws to tell: a longer rung
+            self.cuts += 1
+            self._allot()
+            return
         if not dropped:  # the models left tie as far as the race can tell: they share what is left
             self.final = True
             self._share(alive)

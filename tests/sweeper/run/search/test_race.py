@@ -9,6 +9,7 @@ from ray.tune.search import Searcher
 from sweeper.run.search.race import BEHIND_AT_LEAST, DROP_BELOW, Race, margins_behind, race_rung
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
+from sweeper.spec.space import searched_count
 from sweeper.store.trial_record import RACE_STOP_ATTR, SHARE_ATTR
 from tests.helpers import dump_spec, tiny_spec
 
@@ -25,7 +26,8 @@ def race(
     studies = studies or {m: optuna.create_study(study_name=m) for m in models}
     plans = [StudyPlan(studies[m], m, None, trials) for m in models]
     searcher = MultiStudySearcher(spec, plans, None, None)
-    searcher.race = Race(plans, trials, rung, "min", spec.budget.race_exempt)
+    searched = {m: searched_count(spec, m) for m in models}
+    searcher.race = Race(plans, trials, rung, "min", searched, spec.budget.race_exempt)
     return searcher, {p.model: p for p in plans}, studies
 
 
@@ -102,6 +104,16 @@ def test_a_model_unlikely_to_tie_but_fewer_margins_behind_than_a_co_winner_was_s
     assert said.p_level["lstm"] < DROP_BELOW and margins_behind(said, "min")["lstm"] < BEHIND_AT_LEAST
     assert not searcher.race.stopped and searcher.race.final
     assert plans["lstm"].done == plans["gru"].done == 8
+
+
+def test_a_model_drawn_more_thinly_than_its_searched_values_is_not_stopped_on_its_odds() -> None:
+    """A first rung of one trial against two searched values: lstm, hopeless by its odds, is drawn
+    too thinly for the verdict to rule out a better configuration of it, so the race waits for
+    the next rung (two trials) to stop it."""
+    searcher, plans, _ = race(("lstm", "gru"), trials=8, rung=1)
+    run_out(searcher)
+    assert plans["lstm"].study.user_attrs[RACE_STOP_ATTR]["cut"] == 1
+    assert plans["lstm"].done == 2 and plans["gru"].done == 16 - 2
 
 
 def test_the_first_rung_holds_each_studys_random_trials() -> None:
