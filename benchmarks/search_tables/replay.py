@@ -99,7 +99,7 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         earlier_hours = source.run().busy / 3600
         earlier = source.studies
     transfer_from: dict[str, dict[str, Any]] = {}
-    for other in table.curves if STRATEGIES[strategy].transfer else ():
+    for other in table.curves if STRATEGIES[strategy].transfer and not STRATEGIES[strategy].first else ():
         if other == name:
             continue
         done = Replay(
@@ -127,6 +127,7 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
         judged_seeds(table),
         pace,
         transfer_from,
+        _portfolio(name, list(table.curves[name])) if STRATEGIES[strategy].first else None,
         **extra,
     )
     if cache:
@@ -134,6 +135,17 @@ def replay_one(job: Job, trials: int, overrides: dict[str, Any]) -> dict[str, An
     trace = sweep.run()
     trace.task, trace.earlier_hours = task, earlier_hours
     return asdict(trace)
+
+
+def _portfolio(task: str, models: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each model's portfolio learned from every recorded table's runs but of `task` (kept per
+    process: the same for every seed)."""
+    from benchmarks.search_tables.portfolio import learned
+
+    kept = _STATE.setdefault("portfolios", {})
+    if task not in kept:
+        kept[task] = {model: learned(model, without=task) for model in models}
+    return kept[task]
 
 
 def _snappers(task: str, extra: dict[str, Any]) -> Any:

@@ -44,6 +44,7 @@ from benchmarks.search_tables.design import papers
 from benchmarks.search_tables.restrict import Snapper, restrict
 from benchmarks.search_tables.strategies import STRATEGIES, sweep_spec
 from sweeper.run.launch import create_study, searcher_over
+from sweeper.run.search.portfolio import portfolio_points
 from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.transfer import Source, enqueue_transferred, transferred_points
 from sweeper.run.search.warm_start import warm_start_study
@@ -116,6 +117,7 @@ class Replay:
         run_seeds: tuple[int, ...] | None = None,
         pace_noise: float = 0.0,
         transfer_from: dict[str, dict[str, optuna.Study]] | None = None,
+        portfolio: dict[str, list[dict[str, Any]]] | None = None,
         **overrides: Any,
     ) -> None:
         for section, names in UNMODELLED.items():
@@ -158,7 +160,13 @@ class Replay:
                 for t, studies in (transfer_from or {}).items()
                 if model in studies
             ]
-            enqueue_transferred(study, transferred_points(self.spec, model, sources))
+            if (
+                self.strategy.first
+            ):  # an empty database: the portfolio (the replay's, learned without this task)
+                points = portfolio_points(self.spec, model, (portfolio or {}).get(model, []))
+            else:
+                points = transferred_points(self.spec, model, sources)
+            enqueue_transferred(study, points)
         if self.strategy.warm and earlier is not None:
             for model, study in self.studies.items():
                 self.trace.reused += warm_start_study(

@@ -21,12 +21,13 @@ import optuna
 from sqlalchemy.engine import make_url
 
 from sweeper.run.jobs import SUBMISSION_ID_METADATA, job_metadata
+from sweeper.run.search.portfolio import opening_points
 from sweeper.run.search.pruning import make_pruner, make_scheduler
 from sweeper.run.search.race import Race, race_rung
 from sweeper.run.search.repair import reconcile, requeue_paper_points
 from sweeper.run.search.samplers import make_sampler, paper_point_count, sampler_text
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
-from sweeper.run.search.transfer import enqueue_transferred, sources_in_store, transferred_points
+from sweeper.run.search.transfer import enqueue_transferred, sources_in_store
 from sweeper.run.tracking.answer import catch_up_mlflow, write_answer
 from sweeper.run.tracking.tracker import Tracker, open_tracker
 from sweeper.run.tune.progress import ProgressDisplay
@@ -192,7 +193,7 @@ def create_sweep(
         study = create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
         if spec.sampler.transfer:
             enqueue_transferred(
-                study, transferred_points(spec, model, sources_in_store(store, spec, model, name))
+                study, opening_points(spec, model, sources_in_store(store, spec, model, name))
             )
         if priced is not None:
             mine = next(s for s in priced.studies if s.model == model)

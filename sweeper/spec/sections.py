@@ -32,6 +32,11 @@ class Sampler(Named):
         description="start each study, after the papers' points, from the same model's best "
         "configuration on every other task the study database holds a sweep of (not a grid's)",
     )
+    portfolio: bool = Field(
+        False,
+        description="where transfer finds no other task in the study database, start each study "
+        "from the portfolio learned from the project's recorded search tables instead",
+    )
     multivariate: bool = Field(
         False,
         description="TPE models each searched value on its own (Optuna's independent TPE); true "

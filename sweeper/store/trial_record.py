@@ -30,6 +30,7 @@ PAPER_POINT_ATTR = "paper_point"  # the published configuration a trial starts f
 TRANSFER_ATTR = (
     "transferred_from"  # an earlier sweep's best on another task, e.g. "copying-1 trial 7 (copying)"
 )
+PORTFOLIO_SOURCE = "the recorded tables' portfolio,"  # a TRANSFER_ATTR's start where the portfolio gave it
 TRANSFERRED_ATTR = "transfer_sources"  # a study's: [{"source": a TRANSFER_ATTR, "worker_hours": its cost}]
 PARAMETERS_METRIC = "parameters"  # the trial's whole network, reported with its metrics
 BASELINE_METRIC = "baseline"  # the task's memoryless baseline, where it has one

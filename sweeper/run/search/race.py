@@ -135,7 +135,7 @@ class Race:
         for plan in dropped:
             why = (
                 f"P(within the tie margin of the best) = {chances[plan.model]:.2f}, "
-                + _margins(behind[plan.model])
+                f"{behind[plan.model]:.3g} tie margins behind"
                 if plan.model in chances
                 else "no complete trial in its rung"
             )
@@ -189,20 +189,13 @@ class Race:
 
 
 def margins_behind(said: Odds, mode: str) -> dict[str, float]:
-    """How many tie margins each model's estimate lies behind the best one's (infinite where the
-    margin is zero and the model is behind)."""
+    """How many tie margins each model's estimate lies behind the best one's; none where the
+    seed noise came out nil (runs that repeated one another exactly measure no margin to count
+    in, so no model is shown that far behind)."""
     margin = tie_margin(said.noise.sigma)
     values = {m: signed(e.value, mode) for m, e in said.estimates.items()}
     best = min(values.values())
-    return {
-        m: (v - best) / margin if margin > 0 else (math.inf if v > best else 0.0) for m, v in values.items()
-    }
-
-
-def _margins(behind: float) -> str:
-    return (
-        f"{behind:.3g} tie margins behind" if math.isfinite(behind) else "behind, with no seed noise measured"
-    )
+    return {m: (v - best) / margin if margin > 0 else 0.0 for m, v in values.items()}
 
 
 def _shown(value: float | None) -> str:

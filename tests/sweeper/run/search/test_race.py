@@ -6,6 +6,7 @@ from __future__ import annotations
 import optuna
 from ray.tune.search import Searcher
 
+from sweeper.results.separation import tie_margin
 from sweeper.run.search.race import BEHIND_AT_LEAST, DROP_BELOW, Race, margins_behind, race_rung
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
@@ -149,3 +150,19 @@ def test_a_model_exempt_from_the_race_is_never_stopped() -> None:
     run_out(searcher)
     assert "lstm" not in searcher.race.stopped and "gru" in searcher.race.stopped
     assert plans["lstm"].done > 2
+
+
+def test_runs_that_repeat_one_another_measure_no_margin_to_stop_a_model_on() -> None:
+    """Seed noise estimated nil (pairs of runs that came out identical): no model is counted any
+    number of tie margins behind, so none is stopped on its distance."""
+    from sweeper.results.odds import Estimate, Noise, odds
+
+    said = odds(
+        {"gru": Estimate(0.1, 1, "its best trial"), "lstm": Estimate(0.9, 1, "its best trial")},
+        Noise(0.0, "identical pairs"),
+        "min",
+    )
+    assert margins_behind(said, "min") == {"gru": 0.0, "lstm": 0.0}
+    assert margins_behind(
+        odds({"gru": Estimate(0.1, 1, "b"), "lstm": Estimate(0.9, 1, "b")}, Noise(0.1, "t"), "min"), "min"
+    )["lstm"] == 0.8 / tie_margin(0.1)
