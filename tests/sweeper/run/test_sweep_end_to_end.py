@@ -290,11 +290,11 @@ def shape(line: str) -> str:
 
 def steady_lines(sample: str) -> list[str]:
     """The README sample's lines whose shape does not move with the values: not the answer's
-    sentences, whose wrapping does."""
+    sentences, whose wrapping does, nor the sample's marks of where it is cut (`[cut: ...]`)."""
     return [
         line
         for line in sample.splitlines()
-        if not line.startswith(("winner:", "P(", "cost:", "the search may"))
+        if not line.startswith(("winner:", "P(", "cost:", "the search may", "[cut:"))
         and not (line.startswith("  ") and not line.lstrip().startswith("sweeper"))
     ]
 

@@ -1,8 +1,10 @@
 """The shipped configs: every one dry-runs, with and without its smoke profile, with one study per
-model, and the smoke profile of every generated task stays tiny enough for a few CPU minutes."""
+model, the smoke profile of every generated task stays tiny enough for a few CPU minutes, and the
+GPU packing figures their comments cite are the committed GPU run's."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,7 +20,15 @@ from trainables.catalog import load_all
 from trainables.registry import TASKS
 from trainables.train import TRAINING
 
-CONFIGS = sorted((Path(__file__).parents[3] / "configs").glob("*.yaml"))
+ROOT = Path(__file__).parents[3]
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+PACKING_RUN = "benchmarks/results/gpu_acceptance-cuda-captured.json"  # the GPU run the comments cite
+PACKING_MEASURE = "times_one_per_gpu"  # its packing rows' trials/hour over 1 per GPU
+# "gpus: 0.5  # 2 per GPU; GORU measured 1.55x at 2, 1.94x at 4, 2.14x at 8"
+PACKED = re.compile(
+    r"gpus: (?P<share>[\d.]+)\}?  # (?P<per_gpu>\d+) per GPU; (?P<model>\w+) measured (?P<cited>.+)$"
+)
+CITED = re.compile(r"(?P<ratio>\d+\.\d\d)x at (?P<per_gpu>\d+)")
 SMOKE_MAX_ITERATIONS = 200  # of a task without a sequence length
 SMOKE_MAX_STEPS = 10_000  # time steps a smoke trial trains on a sequence task: iterations × T
 SMOKE_MAX_T = 50
@@ -125,3 +135,36 @@ def test_generated_task_smoke_trials_are_short(path):
             )
         else:
             assert upper(iterations) <= SMOKE_MAX_ITERATIONS, f"{model}: iterations {iterations}"
+
+
+def measured_packing() -> dict[tuple[str, int], float]:
+    """The committed GPU run's packing measure, by (model, trials per GPU)."""
+    rows = json.loads((ROOT / PACKING_RUN).read_text())["figures"]["packing"]
+    return {(row["model"], row["per_gpu"]): row[PACKING_MEASURE] for row in rows}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_packing_comments_cite_the_committed_gpu_run(path: Path) -> None:
+    """Each fraction of a GPU a config asks for carries a comment: the trials per GPU it makes and
+    the committed GPU run's measure of that packing, every figure rounded to two decimals as the
+    run holds it; the config names the run, its GPU and its measure."""
+    text = path.read_text()
+    resources = load_spec(path).resources
+    shares = {share for share in (resources.gpus, *(r.gpus for r in resources.per_model.values())) if share}
+    fractions = {share for share in shares if share < 1}
+    commented = [found for line in text.splitlines() if (found := PACKED.search(line))]
+    assert {float(found["share"]) for found in commented} == fractions
+    if "per GPU" in text:
+        assert PACKING_RUN in text, f"{path.name} speaks of packing without citing {PACKING_RUN}"
+    if fractions:
+        run = json.loads((ROOT / PACKING_RUN).read_text())
+        assert run["machine"]["gpu"] in text and PACKING_MEASURE in text
+    measured = measured_packing()
+    for found in commented:
+        assert float(found["share"]) * int(found["per_gpu"]) == 1, found.group(0)
+        cited = CITED.findall(found["cited"])
+        assert ", ".join(f"{ratio}x at {k}" for ratio, k in cited) == found["cited"], found.group(0)
+        for ratio, per_gpu in cited:
+            assert ratio == f"{measured[found['model'].lower(), int(per_gpu)]:.2f}", found.group(0)
+    stray = [line for line in text.splitlines() if re.search(r"\d\.\d+x\b", line) and not PACKED.search(line)]
+    assert not stray, f"figures outside the cited form: {stray}"
