@@ -51,6 +51,46 @@ def test_the_test_command_finds_what_the_main_command_printed(tmp_path: Path) ->
     assert "out\nmore out\n" in done.stdout and "err\n" in done.stderr
 
 
+def path_without(folder: Path, missing: tuple[str, ...], stubs: dict[str, str]) -> str:
+    """A PATH of one folder: every command this one's PATH finds but the `missing`, and the `stubs`
+    (name → shell script) in place of theirs."""
+    folder.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for command in Path(directory).glob("*") if Path(directory).is_dir() else ():
+            linked = folder / command.name
+            if command.name not in missing and not linked.exists() and os.access(command, os.X_OK):
+                linked.symlink_to(command)
+    for name, script in stubs.items():
+        (folder / name).unlink(missing_ok=True)
+        (folder / name).write_text(f"#!/bin/sh\n{script}\n")
+        (folder / name).chmod(0o755)
+    return str(folder)
+
+
+def test_ci_installs_chromium_only_where_it_is_missing(tmp_path: Path) -> None:
+    """The browser tests need Debian's Chromium: CI installs it without asking, and a machine that
+    has it installs nothing."""
+    with_ci(tmp_path)
+    (tmp_path / "README.md").write_text(readme("echo main", "echo test"))
+    asked = tmp_path / "apt-get.txt"
+    apt_get = {"apt-get": f'echo "$DEBIAN_FRONTEND $*" >> {asked}'}
+    for where, has_chromium in (("without", False), ("with", True)):
+        stubs = {**apt_get, **({"chromium": "exit 0"} if has_chromium else {})}
+        path = path_without(tmp_path / where, ("chromium", "apt-get"), stubs)
+        done = subprocess.run(
+            ["bash", str(tmp_path / ".ci" / "run")],
+            env={**os.environ, "PATH": path},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.endswith("+ echo test\ntest\n")  # and the README's commands ran after it
+    assert asked.read_text() == (  # once, on the machine without it
+        "noninteractive update -qq\n"
+        "noninteractive install -y -qq --no-install-recommends chromium fonts-liberation\n"
+    )
+
+
 def _sources_only(folder: str, names: list[str]) -> list[str]:
     """What the copy leaves out: caches, and the benchmarks' recorded results (not `sweeper/results`,
     the read side the benchmarks import)."""
