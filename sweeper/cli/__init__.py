@@ -7,49 +7,70 @@ commands that only read results (`status`, `list`, `summarize`, `export`, `repor
 import neither Ray nor torch.
 
 One module per command family (`sweeps`, `papers`, `results`, `catalog`, `jobs`) and what they
-share (`common`); the top of the package, it may import every other subpackage.
+share (`common`); the top of the package, it may import every other subpackage. A command's module
+is imported when that command runs (`COMMANDS`): `sweeper status` loads none of the modules of
+`launch`, `train` or `job` (issue 89: a read command's start is mostly imports).
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import sys
 
 import click
 
-from sweeper.cli import catalog, jobs, papers, results, sweeps
 from sweeper.cli.common import SweeperGroup
 
+COMMANDS = {  # each command's name: its module in this package, and the Click command there
+    "launch": ("sweeps", "launch"),
+    "resume": ("sweeps", "resume"),
+    "confirm": ("sweeps", "confirm"),
+    "sync-mlflow": ("sweeps", "sync_mlflow_command"),
+    "reproduce": ("papers", "reproduce"),
+    "status": ("results", "status"),
+    "summarize": ("results", "summarize"),
+    "export": ("results", "export"),
+    "ui": ("results", "ui"),
+    "report": ("results", "report"),
+    "list": ("results", "list_sweeps"),
+    "best": ("results", "best"),
+    "data": ("catalog", "data"),
+    "models": ("catalog", "models"),
+    "tasks": ("catalog", "tasks"),
+    "train": ("catalog", "train"),
+    "job": ("jobs", "job"),
+}
 
-@click.group(cls=SweeperGroup, name="sweeper")
+
+class LazyGroup(SweeperGroup):
+    """The `sweeper` group, importing a command's module only when the command is asked for: the
+    read commands start without the modules of the commands that run sweeps."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            # for a name that is no command, every one: Click suggests the nearest of those it holds
+            for name in [cmd_name] if cmd_name in COMMANDS else COMMANDS:
+                self.add_command(_command(name), name)
+        return super().get_command(ctx, cmd_name)
+
+
+def _command(name: str) -> click.Command:
+    module, attribute = COMMANDS[name]
+    command: click.Command = getattr(importlib.import_module(f"sweeper.cli.{module}"), attribute)
+    return command
+
+
+@click.group(cls=LazyGroup, name="sweeper")
 @click.version_option(package_name="sweeper")
 def main() -> None:
     """Hyperparameter sweeps of gated and orthogonal RNNs on Ray, Optuna and MLflow."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-
-
-for command in (
-    sweeps.launch,
-    sweeps.resume,
-    sweeps.confirm,
-    sweeps.sync_mlflow_command,
-    papers.reproduce,
-    results.status,
-    results.summarize,
-    results.export,
-    results.ui,
-    results.report,
-    results.list_sweeps,
-    results.best,
-    catalog.data,
-    catalog.models,
-    catalog.tasks,
-    catalog.train,
-    jobs.job,
-):
-    main.add_command(command)
 
 
 def run() -> None:

@@ -37,19 +37,21 @@ if TYPE_CHECKING:
 def status(sweep: str | None, storage: str | None, wide: bool, as_json: bool) -> None:
     """Per study of SWEEP (default: the latest), best first: trials by state and the best value,
     then the verdict, as the launch ends with it."""
-    from sweeper.results.json_outputs import dumped, sweep_status
     from sweeper.results.odds import sweep_odds
     from sweeper.results.summaries import recorded_baseline, study_summaries
-    from sweeper.results.tables import status_table
-    from sweeper.results.verdict import verdict
 
     store = open_store(storage, sweep)
     record = find_sweep(store, sweep)
     summaries = study_summaries(store, record)
     odds = sweep_odds(store, record)
-    if as_json:
+    if as_json:  # the schemas are pydantic models, a cost the tables need not pay
+        from sweeper.results.json_outputs import dumped, sweep_status
+
         click.echo(dumped(sweep_status(record, summaries, "status", odds=odds)))
         return
+    from sweeper.results.tables import status_table
+    from sweeper.results.verdict import verdict
+
     print_tables(status_table(record, summaries, wide), wide)
     print_verdict(verdict(record, summaries, recorded_baseline(store, record), odds))
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import optuna
 import pandas as pd
 
 from sweeper.store.database import Store, SweepRecord
@@ -20,7 +19,7 @@ def trial_frames(store: Store, record: SweepRecord) -> tuple[pd.DataFrame, pd.Da
     rows: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        study = store.study(study_record.study_name)
         for trial in study.get_trials(deepcopy=False):
             duration = trial.duration.total_seconds() if trial.duration is not None else None
             rows.append(

@@ -89,7 +89,7 @@ def learning_curves(store: Store, record: SweepRecord, client: Any = None) -> Fi
             ax.plot(steps, mean, color=colour, label=f"{study_record.model} ({len(curves)} seeds)")
             ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2)
             continue
-        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        best = best_trial(store.study(study_record.study_name))
         if best is None:
             continue
         steps = sorted(best.intermediate_values)
@@ -117,7 +117,7 @@ def diagnostics(store: Store, record: SweepRecord, client: Any) -> Figure | None
     colours = model_colours(record)
     drawn = False
     for study_record in record.studies:
-        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        best = best_trial(store.study(study_record.study_name))
         if best is None or not set(DIAGNOSTICS) & set(final_metrics(best)):
             continue
         for ax, metric in zip(axes, DIAGNOSTICS, strict=True):
@@ -168,7 +168,7 @@ def _study_figures(store: Store, record: SweepRecord) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     colours = model_colours(record)
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        study = store.study(study_record.study_name)
         complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
             continue

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
@@ -181,6 +180,7 @@ class Odds:
             "p_tie": self.p_tie,
             "p_modelled": self.modelled,
             "few_draws": {m: list(v) for m, v in self.thin.items()},
+            "p_level": self.p_level,
             "noise": self.noise.sigma,
             "noise_source": self.noise.source,
             "based_on": {m: e.source for m, e in self.estimates.items()},
@@ -322,12 +322,7 @@ def sweep_odds(store: Store, record: SweepRecord, confirmations_too: bool = True
         if confirmations_too
         else {}
     )
-    trials = {
-        s.model: own_trials(
-            optuna.load_study(study_name=s.study_name, storage=store.optuna), (TrialState.COMPLETE,)
-        )
-        for s in record.studies
-    }
+    trials = {s.model: own_trials(store.study(s.study_name), (TrialState.COMPLETE,)) for s in record.studies}
     said = trial_odds(trials, mode, confirmations)
     if said is None:
         return None

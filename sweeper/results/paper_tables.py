@@ -103,7 +103,7 @@ def _study_results(store: Store, record: SweepRecord) -> dict[str, StudyResult]:
     results = {}
     spec = stored_spec(record)
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        study = store.study(study_record.study_name)
         best = best_trial(study)
         spent = compute_spent(spec, study_record.model, study)
         if best is None:

@@ -26,7 +26,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    Session,
+    mapped_column,
+    relationship,
+    scoped_session,
+    sessionmaker,
+)
 
 from sweeper.store.credentials import redact
 from sweeper.store.locations import sqlite_file
@@ -182,6 +190,31 @@ def _add_new_columns(engine: Engine) -> None:
                 connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))
 
 
+class StudyReader(optuna.storages.RDBStorage):
+    """Optuna's storage of studies a launch has made, opened on the Store's engine to read them.
+
+    Opening `RDBStorage` itself creates any table missing, writes a version row and an Alembic
+    stamp where there are none, and checks the schema against Optuna's migration scripts: it
+    imports Alembic (and through it SQLAlchemy's every dialect) and parses those scripts, 0.2-0.3 s
+    of the 1.1 s `sweeper status` took (issue 89), and may write to a database that a command that
+    only reads must leave as it is. Its `skip_table_creation` and `skip_compatibility_check` still
+    import Alembic to read the stamp, so this sets what its `__init__` sets for reading (the engine,
+    a session per thread, no heartbeat) and skips the rest. The tables exist wherever a study does:
+    a launch made it through `Store.optuna`, which checked the schema then.
+    """
+
+    def __init__(self, engine: Engine) -> None:  # RDBStorage's own would check and stamp the schema
+        self.url = engine.url.render_as_string(hide_password=False)
+        self.engine_kwargs: dict[str, Any] = {}
+        self.skip_compatibility_check = True
+        self.heartbeat_interval = None
+        self.grace_period = None
+        self.heartbeat_stale_trial_callback = None
+        self.failed_trial_callback = None
+        self.engine = engine
+        self.scoped_session = scoped_session(sessionmaker(bind=engine))
+
+
 class Store:
     """The database of one storage URL: registry sessions and Optuna storages on one engine."""
 
@@ -215,6 +248,8 @@ class Store:
             ) from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._optuna: optuna.storages.RDBStorage | None = None
+        self._reader: StudyReader | None = None
+        self._studies: dict[str, optuna.Study] = {}
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -228,6 +263,18 @@ class Store:
             self._optuna = optuna.storages.RDBStorage(self.url, engine_kwargs=engine_kwargs(self.url))
             _tune_sqlite(self._optuna.engine)
         return self._optuna
+
+    def study(self, name: str) -> optuna.Study:
+        """The study `name` of a registered sweep, to read: loaded once per Store, so the summaries,
+        the odds and the verdict of one command read each finished trial once (Optuna's study keeps
+        those it has read, and reads again only the unfinished ones and any new ones). It reads
+        through the writing storage where that is open already, else through a `StudyReader`."""
+        if name not in self._studies:
+            if self._optuna is None and self._reader is None:
+                self._reader = StudyReader(self.engine)
+            storage = self._optuna if self._optuna is not None else self._reader
+            self._studies[name] = optuna.load_study(study_name=name, storage=storage)
+        return self._studies[name]
 
     def next_sweep_name(self, spec_name: str) -> str:
         """`<spec name>-<n>`, n counting the sweeps launched from that spec name."""
@@ -277,6 +324,8 @@ class Store:
         return record
 
     def dispose(self) -> None:
+        if self._reader is not None:
+            self._reader.remove_session()  # its engine is the Store's, disposed below
         if self._optuna is not None:
             self._optuna.remove_session()
             self._optuna.engine.dispose()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import click
 import psutil
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from sweeper.cli import main
+from sweeper.cli import COMMANDS, main
 from sweeper.results.servers import serve_until_stopped
 from tests.helpers import GPU_RESOURCES, run_cli, tiny_spec, write_spec
 
@@ -371,6 +372,19 @@ def test_clicks_own_usage_errors_are_one_line_exit_2(runner, args, expected):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0]
     assert f"(see `sweeper {args[0]} --help`)" in lines[0]
+
+
+def test_each_command_is_found_by_its_name_and_a_misspelt_one_is_answered_with_the_nearest(runner):
+    """The group imports a command's module only when the command runs (`sweeper.cli.COMMANDS`):
+    each name there finds its command, and a name that is none is still answered with the nearest."""
+    for name in COMMANDS:
+        assert main.get_command(click.Context(main), name).name == name
+    result = runner.invoke(main, ["statu"])
+    assert result.exit_code == 2
+    assert (
+        result.output.strip()
+        == "error: No such command 'statu'. Did you mean 'status'? (see `sweeper --help`)"
+    )
 
 
 def test_read_only_commands_never_create_a_database_and_say_where_they_looked(runner, tmp_path):

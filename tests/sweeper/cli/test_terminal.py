@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from optuna.distributions import FloatDistribution
 
 from sweeper.cli import main
-from sweeper.results.outputs import SCHEMAS, schemas_markdown
+from sweeper.results.json_docs import schemas_markdown
+from sweeper.results.outputs import SCHEMAS
 from sweeper.run.launch import create_sweep
 from sweeper.spec.loading import parse_spec
 from sweeper.spec.sweep import trial_config
@@ -110,7 +111,7 @@ def test_json_validates_against_its_documented_schema(storage: str, command: str
     args = {"report": ["report", "--no-figures", "--out", str(tmp_path)]}.get(command, [command])
     output = SCHEMAS[command].model_validate_json(invoke(storage, *args, "--json"))
     # the versions `outputs.py` names: status and summarize 6, report 4, the others 1
-    assert output.version == {"status": 6, "summarize": 6, "report": 4}.get(command, 1)
+    assert output.version == {"status": 7, "summarize": 7, "report": 5}.get(command, 1)
     if command == "status":
         assert output.odds.winner == "gru" and set(output.odds.p_best) == {"gru", "lstm"}
         assert output.odds.based_on == {"gru": "its best trial", "lstm": "its best trial"}
@@ -126,7 +127,7 @@ def test_json_validates_against_its_documented_schema(storage: str, command: str
 
 def test_the_json_schemas_in_the_docs_are_current() -> None:
     assert (ROOT / "docs" / "json.md").read_text() == schemas_markdown(), (
-        "run `python -m sweeper.results.outputs > docs/json.md`"
+        "run `python -m sweeper.results.json_docs > docs/json.md`"
     )
 
 

@@ -102,6 +102,38 @@ def test_read_commands_import_neither_ray_nor_torch(finished: tuple[Path, str, s
     assert all(row["parameters"] == 1234 for row in rows)
 
 
+STATUS_SKIPS = (
+    *HEAVY,
+    "mlflow",
+    "alembic",
+    "sweeper.run",
+    "sweeper.cli.sweeps",
+    "sweeper.cli.jobs",
+    "sweeper.cli.catalog",
+)
+
+
+def test_status_imports_only_what_it_reads_with(finished: tuple[Path, str, str]) -> None:
+    """`sweeper status` (its start is mostly imports, issue 89) reads the studies without Optuna's
+    writing storage, whose opening imports Alembic and SQLAlchemy's every dialect, and loads no
+    module of the commands that run sweeps, nor MLflow: its tables, verdict and JSON alike."""
+    folder, url, _ = finished
+    probe = textwrap.dedent(
+        f"""
+        import contextlib, io, sys
+        from sweeper.cli import main
+        for args in (["status"], ["status", "read-1", "--wide"], ["status", "--json"]):
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main(args, standalone_mode=False) in (0, None), args
+        print(sorted(m for m in {STATUS_SKIPS!r} if m in sys.modules))
+        """
+    )
+    env = {**os.environ, "SWEEPER_STORAGE": url}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"status imported {done.stdout.strip()}"
+
+
 def test_a_stored_spec_is_parsed_once_per_record(finished: tuple[Path, str, str]) -> None:
     _, url, name = finished
     store = Store(url)

@@ -228,7 +228,7 @@ def test_confirm_shows_a_clear_case_ahead_after_three_seeds_and_keeps_what_it_sa
 
     kept = store.get_sweep(record.name)
     status = sweep_status(kept, study_summaries(store, kept), "status")
-    assert status.version == 6 and status.confirmation is not None
+    assert status.version == 7 and status.confirmation is not None
     claim = status.confirmation
     assert (claim.asked, claim.level, claim.outcome, claim.winner) == ("ahead", 0.95, "ahead", "gru")
     assert claim.made == {"ahead": True, "margin": True, "tie": False} and claim.runs == {"gru": 3, "lstm": 3}

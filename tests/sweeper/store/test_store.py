@@ -64,6 +64,41 @@ def test_optuna_storage_shares_the_database(store):
     assert optuna.load_study(study_name="s", storage=store.optuna).best_value == 1.0
 
 
+def test_a_study_read_without_alembic_is_the_study_optuna_writes(store):
+    """`Store.study` reads through a `StudyReader` (Optuna's storage without its table creation
+    and Alembic's checks), once per Store: it reads what Optuna's own storage reads, and sees the
+    trials that finish and start after its first read. The reader holds every attribute that
+    `RDBStorage` sets but its schema's version manager: an Optuna upgrade that adds one fails here,
+    not in `sweeper status`."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    from sweeper.store.database import StudyReader
+
+    written = optuna.create_study(study_name="s", storage=store.optuna)
+    written.set_user_attr("sampler", "tpe")
+    space = {"lr": FloatDistribution(1e-4, 1e-1, log=True)}
+    written.tell(written.ask(space), 0.5)
+    running = written.ask(space)
+    running.report(0.7, step=10)
+    reading = Store(store.url, create=False)
+    try:
+        read = reading.study("s")
+        assert reading.study("s") is read
+        assert read.get_trials() == optuna.load_study(study_name="s", storage=store.optuna).get_trials()
+        assert read.user_attrs == {"sampler": "tpe"} and read.best_value == 0.5
+        written.tell(running, 0.25)
+        written.tell(written.ask(space), 0.75)
+        assert [(t.state.name, t.value) for t in read.get_trials()] == [
+            ("COMPLETE", 0.5),
+            ("COMPLETE", 0.25),
+            ("COMPLETE", 0.75),
+        ]
+        assert set(vars(store.optuna)) - set(vars(StudyReader(reading.engine))) == {"_version_manager"}
+    finally:
+        reading.dispose()
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
