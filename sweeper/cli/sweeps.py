@@ -100,6 +100,7 @@ def launch(
     from sweeper.papers.points import first_points
     from sweeper.run.launch import register, run_sweep, with_budget, with_seed, without_gpus
     from sweeper.run.pricing import other_gpu_kind, sweep_price
+    from sweeper.run.search.portfolio import first_trials_text
     from sweeper.run.search.warm_start import warm_start
     from sweeper.run.tune.runtime import MissingGPUs
     from sweeper.spec.matching import resolve_matching
@@ -141,8 +142,10 @@ def launch(
             derived = {"(all)": exc.errors[0]}
         priced, unpriced = None, "not asked (--no-price)" if no_price else None
         if (dry_run or not found) and not no_price:  # a dry run prices what a launch here would refuse
-            try:
-                priced = sweep_price(specs[index], address, calibrate, say=_timing)
+            try:  # said while it times a configuration: a spec's first price here waits for it
+                priced = sweep_price(
+                    specs[index], address, calibrate, say=lambda what: click.echo(f"  {what} ...", err=True)
+                )
             except Exception as exc:  # what cannot be timed here leaves the sweep unpriced, said why
                 unpriced = f"not measured here ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         prices.append(None if priced is None else priced[0])
@@ -150,6 +153,7 @@ def launch(
             click.echo(f"{configs[index]}: price {unpriced}; the sweep starts unpriced")
         if dry_run:
             click.echo(plan_text(specs[index], url, uri, address))
+            click.echo(first_trials_text(specs[index], url))
             if derived:
                 click.echo(matching_text(derived))
             if priced is not None:
@@ -198,11 +202,6 @@ def launch(
         with resumable(record.name, last=index == len(specs) - 1):
             worst = max(worst, print_end(store, run_sweep(store, record, where)))
     sys.exit(worst)
-
-
-def _timing(what: str) -> None:
-    """Said while a price times a configuration: the first price of a spec here waits for it."""
-    click.echo(f"  {what} ...", err=True)
 
 
 def print_end(store: Store, end: Any) -> int:

@@ -17,6 +17,7 @@ from sweeper.store.trial_record import (
     GPU_IDS_METRIC,
     INTERRUPTED_ATTR,
     PAPER_POINT_ATTR,
+    PORTFOLIO_SOURCE,
     PRICE_ATTR,
     RACE_STOP_ATTR,
     SAMPLER_ATTR,
@@ -103,8 +104,9 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
     failure, and the training the budget counted."""
     summaries = []
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        study = store.study(study_record.study_name)
         trials = study.get_trials(deepcopy=False)
+        attrs = study.user_attrs  # each reading of `Study.user_attrs` is a query
         counts = Counter(
             t.state.name
             for t in trials
@@ -124,11 +126,11 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             steps=sum(steps_trained(t) for t in counted),
             seconds=sum(t.duration.total_seconds() for t in counted if t.duration is not None),
             worker_seconds=worker_seconds(counted),
-            sampler=study.user_attrs.get(SAMPLER_ATTR),
+            sampler=attrs.get(SAMPLER_ATTR),
             warm_started=sum(WARM_START_ATTR in t.user_attrs for t in trials),
-            share=study.user_attrs.get(SHARE_ATTR),
-            race_stopped=(study.user_attrs.get(RACE_STOP_ATTR) or {}).get("reason"),
-            predicted_hours=_predicted(study.user_attrs.get(PRICE_ATTR)),
+            share=attrs.get(SHARE_ATTR),
+            race_stopped=(attrs.get(RACE_STOP_ATTR) or {}).get("reason"),
+            predicted_hours=_predicted(attrs.get(PRICE_ATTR)),
             gpu_ids=sorted(
                 {i for t in trials for i in str(final_metrics(t).get(GPU_IDS_METRIC, "none")).split(",")}
                 - {"none"}
@@ -145,7 +147,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
             ],
             # a study may list its sources as labels alone, with no cost recorded
             transfer_worker_hours=sum(
-                s["worker_hours"] for s in study.user_attrs.get(TRANSFERRED_ATTR, []) if isinstance(s, dict)
+                s["worker_hours"] for s in attrs.get(TRANSFERRED_ATTR, []) if isinstance(s, dict)
             ),
         )
         best = best_trial(study)
@@ -161,7 +163,7 @@ def study_summaries(store: Store, record: SweepRecord) -> list[StudySummary]:
 def recorded_baseline(store: Store, record: SweepRecord) -> float | None:
     """The task's memoryless baseline (copying, denoise, adding) as the trials reported it, or None."""
     for study_record in record.studies:
-        best = best_trial(optuna.load_study(study_name=study_record.study_name, storage=store.optuna))
+        best = best_trial(store.study(study_record.study_name))
         if best is not None and BASELINE_METRIC in final_metrics(best):
             return float(final_metrics(best)[BASELINE_METRIC])
     return None
@@ -171,7 +173,7 @@ def importances(store: Store, record: SweepRecord) -> dict[str, dict[str, float]
     """Each study's parameter importances (Optuna's default evaluator), or why there are none."""
     result: dict[str, dict[str, float] | str] = {}
     for study_record in record.studies:
-        study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+        study = store.study(study_record.study_name)
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if len(complete) < 2 or not any(t.params for t in complete):
             result[study_record.model] = "needs at least two complete trials with searched parameters"
@@ -230,11 +232,18 @@ def search_notes(summary: StudySummary, mode: str) -> list[str]:
     lines = [point.versus(summary.best_value, mode) for point in summary.paper_points]
     if summary.warm_started:
         lines.append(f"started from {summary.warm_started} trials of an earlier sweep (not counted here)")
-    if summary.transferred:
+    portfolio = [t for t in summary.transferred if t.source.startswith(PORTFOLIO_SOURCE)]
+    swept = [t for t in summary.transferred if t not in portfolio]
+    if swept:
         lines.append(
             "transferred from other tasks' sweeps, whose studies of this model spent "
             f"{hours_text(summary.transfer_worker_hours)} worker-hours (not counted here): "
-            + "; ".join(t.line() for t in summary.transferred)
+            + "; ".join(t.line() for t in swept)
+        )
+    if portfolio:  # the database held no other task's sweep
+        lines.append(
+            "started from the portfolio learned from the project's recorded search tables (no other "
+            "task's sweep in the database): " + "; ".join(t.line() for t in portfolio)
         )
     if summary.race_stopped:
         lines.append(summary.race_stopped)

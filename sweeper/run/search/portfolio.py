@@ -20,7 +20,7 @@ from typing import Any
 from sweeper.run.search.transfer import Source, TransferPoint, sources_in_store, transferred_points
 from sweeper.spec.space import UnitTrial, grid_of, suggest_params
 from sweeper.spec.sweep import SweepSpec
-from sweeper.store.database import Store
+from sweeper.store.database import NoDatabase, Store
 from sweeper.store.trial_record import PORTFOLIO_SOURCE
 
 SHIPPED = Path(__file__).with_name("portfolio.json")
@@ -59,10 +59,14 @@ def opening_points(spec: SweepSpec, model: str, sources: list[Source]) -> list[T
     return portfolio_points(spec, model)
 
 
-def first_trials_text(spec: SweepSpec, store: Store | None) -> str:
+def first_trials_text(spec: SweepSpec, storage_url: str | None) -> str:
     """What `--dry-run` says each study asks for after the papers' points, and from where: the
-    other tasks' sweeps the database holds, or the portfolio (`store`: None where no database is
-    there yet)."""
+    other tasks' sweeps the database at `storage_url` holds, or the portfolio (a dry run creates
+    no database: where there is none yet, there is no other task)."""
+    try:
+        store = None if storage_url is None else Store(storage_url, create=False)
+    except NoDatabase:
+        store = None
     if not spec.sampler.transfer:
         return "  first trials: the papers' points, then the sampler's own (sampler.transfer: false)"
     lines = ["  first trials, after the papers' points:"]

@@ -5,6 +5,7 @@ ranges, and names them; the user's own sweeps of other tasks come first, and a s
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import optuna
 import yaml
@@ -55,7 +56,10 @@ def test_other_tasks_sweeps_come_first_and_a_spec_turns_the_portfolio_off() -> N
     assert portfolio_points(grid, "gru", ENTRIES) == []
 
 
-def test_a_dry_run_says_where_each_studys_first_trials_come_from() -> None:
-    text = first_trials_text(spec_of(lr={"float": [1e-4, 1e-2], "log": True}), None)
+def test_a_dry_run_says_where_each_studys_first_trials_come_from(tmp_path: Path) -> None:
+    """A dry run opens no database that is not there (and makes none)."""
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    text = first_trials_text(spec_of(lr={"float": [1e-4, 1e-2], "log": True}), url)
     assert "gru: the recorded tables' portfolio, 4 configurations" in text
-    assert "gru: none to transfer" in first_trials_text(spec_of(portfolio=False), None)
+    assert "gru: none to transfer" in first_trials_text(spec_of(portfolio=False), url)
+    assert not (tmp_path / "none.db").exists()
