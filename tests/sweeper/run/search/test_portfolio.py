@@ -63,3 +63,28 @@ def test_a_dry_run_says_where_each_studys_first_trials_come_from(tmp_path: Path)
     assert "gru: the recorded tables' portfolio, 4 configurations" in text
     assert "gru: none to transfer" in first_trials_text(spec_of(portfolio=False), url)
     assert not (tmp_path / "none.db").exists()
+
+
+def test_a_first_sweep_asks_for_the_portfolio_names_it_and_summarises_it_apart(tmp_path: Path) -> None:
+    """An empty database: the study asks for the shipped portfolio's four configurations, each
+    named as from it, and the summary says so (not "transferred from other tasks' sweeps")."""
+    from sweeper.results.summaries import search_notes, study_summaries
+    from sweeper.run.launch import create_sweep
+    from sweeper.store.database import Store
+    from sweeper.store.trial_record import TRANSFER_ATTR
+
+    store = Store(f"sqlite:///{tmp_path / 'sweeper.db'}")
+    spec = spec_of(lr={"float": [1e-4, 1e-2], "log": True})
+    record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
+    (study_record,) = record.studies
+    study = optuna.load_study(study_name=study_record.study_name, storage=store.optuna)
+    asked = study.get_trials()
+    assert [t.user_attrs[TRANSFER_ATTR] for t in asked] == [
+        f"{PORTFOLIO_SOURCE} {k} of 4" for k in range(1, 5)
+    ]
+    study.tell(study.ask(), 0.04)
+    [summary] = study_summaries(store, store.get_sweep(record.name))
+    (line,) = search_notes(summary, "min")
+    assert line.startswith("started from the portfolio learned from the project's recorded search tables")
+    assert f"trial 0, from {PORTFOLIO_SOURCE} 1 of 4, reached 0.04" in line
+    store.dispose()
