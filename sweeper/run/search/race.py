@@ -6,13 +6,16 @@ rung, the worse half (by best objective) may stop, but only a model whose stated
 co-winner (its true value within the tie margin of the best: the verdict's event, from the
 service's own odds on the race's complete trials) is below `DROP_BELOW` and whose best lies at
 least `BEHIND_AT_LEAST` tie margins behind the leader's, and which the verdict would not warn
-was drawn too thinly (`odds.few_draws`: fewer complete trials than searched values), or whose
-whole rung ended without a complete trial; the reason and that chance are stored on its study.
+was drawn too thinly (`odds.few_draws`: fewer complete trials than searched values), and only
+where the survivors could then run a rung twice as long within the budget (a cut at the last rung
+would move only the few trials left); or whose whole rung ended without a complete trial. The
+reason and that chance are stored on its study.
 The last two conditions are there because a rung draws a few configurations of each model: the
 odds' search spread, estimated from them, cannot see a better region none was drawn in. In the
 recorded tables' replayed races true co-winners were stopped at P < 0.02 from up to about 11 tie
 margins behind, and parenthesis's sole winner, NC-GRU, from 42 margins behind on 2-4 complete
-trials of its 9 searched values (the benchmarks README, races judged). The rest go
+trials of its 9 searched values; with both conditions, every co-winner still stopped was
+stopped at the last rung, 20 of 24 trials (the benchmarks README, races judged). The rest go
 on to a rung twice as long, as do all where no model could be stopped but one of the worse half
 was drawn too thinly; where none could be stopped otherwise, the models left tie as far as the race
 can tell, halving stops and they share what is left. A model in `budget.race_exempt` runs beside
@@ -118,12 +121,18 @@ class Race:
         complete = {p.model: len(own_trials(p.study, (TrialState.COMPLETE,))) for p in alive}
         thin = few_draws(complete, self.searched, leader.model)
         worse = ranked[math.ceil(len(ranked) / 2) :]
-        dropped = [
+        unfinished = [p for p in worse if p.model not in chances]
+        beaten = [
             p
             for p in worse
-            if p.model not in chances
-            or (chances[p.model] < DROP_BELOW and behind[p.model] >= BEHIND_AT_LEAST and p.model not in thin)
+            if p.model in chances
+            and chances[p.model] < DROP_BELOW
+            and behind[p.model] >= BEHIND_AT_LEAST
+            and p.model not in thin
         ]
+        if not self._next_rung_fits(len(alive) - len(unfinished) - len(beaten), [*unfinished, *beaten]):
+            beaten = []  # the last rung: the models left share the few trials there are
+        dropped = [*unfinished, *beaten]
         if not dropped and any(p.model in thin for p in worse):  # too few draws to tell: a longer rung
             self.cuts += 1
             self._allot()
@@ -170,6 +179,13 @@ class Race:
             plan.budget = rung
         for plan in self.plans:
             plan.study.set_user_attr(SHARE_ATTR, plan.budget)
+
+    def _next_rung_fits(self, survivors: int, dropped: list[Raced]) -> bool:
+        """Whether, once `dropped` stop, the `survivors` could each run a rung twice as long as
+        this one within the budget: a cut there sends them on; one at the last rung would only
+        move the few trials left."""
+        left = self._left() - sum(p.done for p in dropped)
+        return self.rung * 2 ** (self.cuts + 1) * survivors <= left
 
     def _left(self) -> int:
         return self.total - sum(p.done for p in self.plans if p.model in self.stopped)

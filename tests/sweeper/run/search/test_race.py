@@ -166,3 +166,13 @@ def test_runs_that_repeat_one_another_measure_no_margin_to_stop_a_model_on() -> 
     assert margins_behind(
         odds({"gru": Estimate(0.1, 1, "b"), "lstm": Estimate(0.9, 1, "b")}, Noise(0.1, "t"), "min"), "min"
     )["lstm"] == 0.8 / tie_margin(0.1)
+
+
+def test_the_last_rung_cuts_no_one_the_models_left_share_what_is_left() -> None:
+    """Twelve trials for four models, a first rung of two: gru and lstm are stopped there (the two
+    survivors' next rung of four fits the eight left), but at the second rung a cut would leave
+    ncgru a rung of eight in the four left: scoRNN, far behind, is not stopped and both end."""
+    searcher, plans, _ = race(("lstm", "gru", "scornn", "ncgru"), trials=3, rung=2)
+    assert run_out(searcher) == 12
+    assert set(searcher.race.stopped) == {"lstm", "gru"} and searcher.race.final
+    assert plans["scornn"].done == plans["ncgru"].done == 4
