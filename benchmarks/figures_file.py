@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sweeper.spec.trial_cost import machine_name
+
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -29,15 +31,17 @@ def versions() -> dict[str, str | None]:
 
 
 def machine(device: str) -> dict[str, Any]:
-    """The device the figures come from: the GPU's name, or the CPU and its core count."""
+    """The machine the figures come from, or the script ran on: its device, CPU by name and core
+    count, and on a GPU the GPU's name. Every results file holds one (`tests/benchmarks/
+    test_figures_file.py`), since a figure read without its machine cannot be compared; a
+    simulated figure's file names where it ran too, for the timings beside its figures."""
     described: dict[str, Any] = {"device": device, "cpus": os.cpu_count(), "platform": platform.platform()}
+    described["cpu"] = machine_name()  # /proc/cpuinfo's model name: `platform` says only "x86_64"
     if device.startswith("cuda"):
         import torch
 
         described["gpu"] = torch.cuda.get_device_name(torch.device(device))
         described["cuda"] = torch.version.cuda
-    else:
-        described["cpu"] = platform.processor() or platform.machine()
     return described
 
 

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from benchmarks import figures_file
+
 ROOT = Path(__file__).resolve().parents[2]
 CELLS = ("benchmarks/results/cells-cuda.json", "benchmarks/results/cells-cuda-quick.json")
 ACCEPTANCE = "benchmarks/results/gpu_acceptance-cuda-captured.json"
@@ -137,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": shlex.join(["python", "-m", "benchmarks.gpu.pace_rule", *(argv or sys.argv[1:])]),
         "rule": RULE,
-        "device": paces["device"],
+        "device": paces["device"],  # the GPU the fitted figures were timed on (their files name it)
+        "machine": figures_file.machine("cpu"),  # where the fit ran: the figures are the same anywhere
         "figures": list(CELLS),
         "models": checks,
         "within_all": [

@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from benchmarks import figures_file
 from trainables.catalog import load_all
 from trainables.models.scans import fused, reset_after_kernels, reset_before_kernels
 from trainables.models.scans.plan import ScanPlan
@@ -309,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": torch.cuda.get_device_name(device)
         if device.type == "cuda"
         else "cpu (Triton's interpreter)",
+        "machine": figures_file.machine(str(device)),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "T": args.T,

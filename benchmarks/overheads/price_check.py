@@ -19,6 +19,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks import figures_file
 from benchmarks.overheads.contention import ROOT, launch
 
 
@@ -64,6 +65,7 @@ def main() -> int:
         ),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "python": platform.python_version(),
+        "machine": figures_file.machine("cpu"),  # the price and the trials' seconds are this machine's
         "studies": rows,
         "priced_worker_hours": [low, high],
         "in_workers_hours": workers,

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import figures_file
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.record import ROOT
 from benchmarks.search_tables.verdicts import run_bests
@@ -323,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(
             ["python", "-m", "benchmarks.search_tables.confirm_calibration", *(argv or sys.argv[1:])]
         ),
+        # simulated: the figures are the seed's on any machine; named as every results file is
+        "machine": figures_file.machine("cpu"),
         "tie_margin_seed_spreads": TIED,
         "table_residuals": {
             "tables": [str(f.relative_to(ROOT)) for f in TABLES],

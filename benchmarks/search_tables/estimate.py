@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import figures_file
 from benchmarks.search_tables import record
 from benchmarks.search_tables import table as tables
 from sweeper.spec import trial_cost
@@ -143,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(text(result))
     if args.out is not None:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        # each run's price is a timing on this machine's device
+        written = {**result, "machine": figures_file.machine(args.device)}
+        args.out.write_text(json.dumps(written, indent=1) + "\n")
     return 0
 
 

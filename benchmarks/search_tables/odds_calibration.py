@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from benchmarks import figures_file
 from benchmarks.search_tables.record import ROOT
 from benchmarks.search_tables.stated_odds import FRACTIONS
 from benchmarks.search_tables.strategies import OFFERED
@@ -233,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(
                 {
                     "command": command,
+                    # read from the replays: the figures are theirs on any machine; named as every
+                    # results file is
+                    "machine": figures_file.machine("cpu"),
                     "features": list(FEATURES),
                     "left_out_maps": maps,
                     "summary": summary,

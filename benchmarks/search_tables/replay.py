@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import figures_file
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.clock import (
     TIMING,
@@ -368,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 ["python", "-m", "benchmarks.search_tables.replay", *(argv or sys.argv[1:])]
             ),
             "settings": settings,
+            "machine": figures_file.machine("cpu"),  # where it replayed: `replay_seconds` is its timing
             "table": {
                 "runs": table.counts(),
                 "seeds": table.seeds,

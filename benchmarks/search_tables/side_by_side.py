@@ -20,9 +20,12 @@ import argparse
 import itertools
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
+
+from benchmarks import figures_file
 
 
 def points(replay: dict[str, Any], task: str, workers: int) -> dict[str, dict[str, Any]]:
@@ -178,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             + (f": {', '.join(clear)}" if clear else "")
         )
     if args.out is not None:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        command = ["python", "-m", "benchmarks.search_tables.side_by_side", *(argv or sys.argv[1:])]
+        # read from the replays: the figures are theirs on any machine; named as every results file is
+        written = {"command": shlex.join(command), "machine": figures_file.machine("cpu"), **result}
+        args.out.write_text(json.dumps(written, indent=1) + "\n")
         print(f"\nwrote {args.out}")
     return 0
 

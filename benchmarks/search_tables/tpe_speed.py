@@ -28,6 +28,7 @@ from typing import Any
 
 import optuna
 
+from benchmarks import figures_file
 from benchmarks.search_tables import batched_gp, fast_tpe, uncopied
 from benchmarks.search_tables import table as tables
 from benchmarks.search_tables.loading import load
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": shlex.join(
                 ["python", "-m", "benchmarks.search_tables.tpe_speed", *(argv or sys.argv[1:])]
             ),
+            "machine": figures_file.machine("cpu"),  # CPU-seconds are this machine's
             "speedup": args.speedup,
             "beneath": list(SPEEDUPS)[: list(SPEEDUPS).index(args.speedup)],
             "sweeps_per_side": 4 * args.seeds * len(args.strategies),

@@ -65,6 +65,7 @@ import torch
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from benchmarks import figures_file
 from benchmarks.search_tables.strategies import STRATEGIES, Strategy
 from benchmarks.search_tables.strategies import sweep_spec as benchmark_spec
 from benchmarks.search_tables.table import MODELS, TASK_NAMES, Settings
@@ -287,6 +288,7 @@ def main() -> None:
         data = {
             "command": "python -m benchmarks.search_tables.trained " + " ".join(argv),
             "settings": settings,
+            "machine": figures_file.machine("cpu"),  # every trial trained here, on its CPU
             "torch_threads_per_task": 1,
             "tasks": tasks,
             "sweeps": [asdict(sweep) for sweep in sweeps],

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks import figures_file
 from benchmarks.search_tables import replay
 
 CANDIDATES: dict[str, list[str]] = {
@@ -105,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             "benchmarks.search_tables.tune",
             *(argv if argv is not None else sys.argv[1:]),
         ]
-        args.out.write_text(json.dumps({"command": " ".join(command), "candidates": rows}, indent=1) + "\n")
+        # the replays' figures are the seeds' on any machine; named as every results file is
+        document = {"command": " ".join(command), "machine": figures_file.machine("cpu"), "candidates": rows}
+        args.out.write_text(json.dumps(document, indent=1) + "\n")
         print(f"wrote {args.out}")
     return 0
 

@@ -35,3 +35,4 @@ def test_the_rule_is_fitted_checked_and_bounds_every_shape_left_out(tmp_path: Pa
         # the service computes the rule as the fit does
         assert rule_ms(rule, 200, 128) == pytest.approx(pace_rule.ms(rule, 200, 128))
     assert result["command"] == f"python -m benchmarks.gpu.pace_rule --out {out} --paces {paces}"
+    assert result["machine"]["device"] == "cpu"  # where the fit ran; `device` names the GPU timed

@@ -20,6 +20,7 @@ def test_each_scan_is_timed_as_planned_and_under_each_variant(tmp_path: Path) ->
     assert (fused.plan_reset_after, fused.plan_reset_before) == planners
     result = json.loads((tmp_path / "scan_diagnosis.json").read_text())
     assert set(result["scans"]) == {"ncgru", "eurnn"} and result["device"].startswith("cpu")
+    assert result["machine"]["device"] == "cpu"
     ncgru, eurnn = result["scans"]["ncgru"], result["scans"]["eurnn"]
     assert (ncgru["about"], eurnn["about"]) == ("backward", "forward")
     planned = ncgru["variants"]["as planned"]

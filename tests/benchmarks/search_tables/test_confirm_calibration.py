@@ -30,6 +30,7 @@ def test_every_cell_is_simulated_with_both_rules_and_every_claim_judged(tmp_path
         assert set(cell["todays_rule"]) == {"separated", "tied", "wrong", "crashed", "seeds"}
     assert set(data["goals"]) >= {"ahead_at_two_margins", "margin_at_two_margins", "tie_at_zero"}
     assert data["command"].startswith("python -m benchmarks.search_tables.confirm_calibration")
+    assert data["machine"]["device"] == "cpu"
 
 
 def test_a_claim_is_wrong_exactly_where_the_truth_says_so() -> None:

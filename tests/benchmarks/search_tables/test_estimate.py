@@ -27,6 +27,7 @@ def test_each_model_is_priced_at_the_ends_of_its_sizes_and_a_second_estimate_rea
     (row,) = result["rows"]
     assert (row["task"], row["model"], row["runs"]) == ("parenthesis", "gru", 4)  # a papers' point and 3
     assert row["sizes"][0] < row["sizes"][1] and row["worker_hours"] > 0
+    assert result["machine"]["device"] == "cpu"  # its prices are timings on this machine
     assert not (tmp_path / "table").exists()  # nothing written to the table
     kept = json.loads((tmp_path / "cache" / trial_cost.CACHE_FILE).read_text())
     assert len(kept) == 2  # the two ends, each kept

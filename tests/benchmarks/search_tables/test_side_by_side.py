@@ -75,4 +75,7 @@ def test_files_that_are_no_replays_are_refused(tmp_path: Path, capsys: pytest.Ca
     assert "not two replays' figures" in capsys.readouterr().err
     out = tmp_path / "out.json"
     assert side_by_side.main([str(good), str(good), "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["cells"]["copying W=4"]["kendall_tau_b"] == 1.0
+    written = json.loads(out.read_text())
+    assert written["cells"]["copying W=4"]["kendall_tau_b"] == 1.0
+    assert written["command"].startswith("python -m benchmarks.search_tables.side_by_side")
+    assert written["machine"]["device"] == "cpu"

@@ -47,6 +47,7 @@ def test_writes_each_strategys_ratio_and_leaves_optuna_as_it_ships(
     data = json.loads(out.read_text())
     assert set(data["strategies"]) == {"default"} and data["sweeps_per_side"] == 4
     assert data["speedup"] == speedup and data["beneath"] == beneath
+    assert data["machine"]["device"] == "cpu"  # CPU-seconds are their machine's
     row = data["strategies"]["default"]
     assert row["ratio"] == pytest.approx(row["plain_cpu_s"] / row["fast_cpu_s"])
     assert _as_it_ships()
