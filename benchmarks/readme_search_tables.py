@@ -13,6 +13,12 @@ SEARCH_TABLES = {  # each recorded table's replay
     "second": "search-hidden.json",
     "third": "search-algorithmic.json",
 }
+DEFAULT = "transfer-indep"  # the service's default search, replayed beside `default` in its own run
+FIRST = "first-sweep"  # the default where the database holds no other task: the portfolio instead
+OWN_RUNS = {  # strategies replayed after the full replays, on the same paired seeds, in runs of their own
+    DEFAULT: ("-indep.json", "the service's default"),
+    FIRST: ("-first.json", "the default in a database without other tasks"),
+}
 TASKS = ("copying", "denoise")  # the tasks of the first two tables, which `search-tuning.json` retuned on
 CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))
 
@@ -96,6 +102,17 @@ def replayed(label: str) -> str:
 
     for strategy in cells[0]["strategies"]:
         rows.append([f"`{strategy}`", *(figure(c["strategies"][strategy], c["B_hours"]) for c in cells)])
+    for strategy, (suffix, said) in OWN_RUNS.items():  # the same paired seeds, so the same random and B
+        own = fmt.load(SEARCH_TABLES[label].replace(".json", suffix))
+        rows.append(
+            [
+                f"`{strategy}` ({said})",
+                *(
+                    figure(own["tasks"][t][f"W={w}"]["strategies"][strategy], c["B_hours"])
+                    for (t, w), c in zip(_replay_cells(replay), cells, strict=True)
+                ),
+            ]
+        )
     return fmt.table([f"{label} table", *(fmt.cell(t, w) for t, w in _replay_cells(replay))], rows)
 
 
@@ -166,10 +183,18 @@ OFFERED_REPLAYS = {  # each recorded table's replay of the offered searches
 }
 
 
+def _point_90(row: dict[str, Any], b_hours: float | None) -> str:
+    """A strategy's 90%-right point in B, or in hours where random never gives a B."""
+    if b_hours is not None:
+        return "never" if row["ratio_90"] is None else fmt.times(row["ratio_90"])
+    return "never" if row["hours_90"] is None else f"{fmt.sig(row['hours_90'])} h"
+
+
 def race_drops() -> str:
     """Per table, task and W: the share of the race's drops that stopped a true co-winner, when it
-    halved by rank (`race` in the full replays) and now that it stops a model only on its odds
-    (`race-indep`, the default's other settings, in the offered searches' replays)."""
+    halved by rank (`race` in the full replays) and now that it stops a model only on its odds and
+    its distance behind (`race-indep`, the default's other settings, in the offered searches'
+    replays), with its 90%-right point beside the default's on the same paired seeds."""
     rows = []
     for label, name in SEARCH_TABLES.items():
         before, after = fmt.load(name)["tasks"], fmt.load(OFFERED_REPLAYS[label])["tasks"]
@@ -180,9 +205,15 @@ def race_drops() -> str:
                 cells.append(
                     f"{fmt.of(drops['co_winners_dropped'], drops['drops'])}" if drops["drops"] else "none"
                 )
-            met = after[task][f"W={workers}"]["strategies"]["race-indep"]["drops"]["met"]
-            rows.append([label, fmt.cell(task, workers), *cells, "met" if met else "missed"])
-    header = ["table", "task, W", "co-winners stopped, by rank", "on its odds", "at most 5%"]
+            offered = after[task][f"W={workers}"]
+            met = offered["strategies"]["race-indep"]["drops"]["met"]
+            points = " / ".join(
+                _point_90(offered["strategies"][strategy], offered["B_hours"])
+                for strategy in ("race-indep", DEFAULT)
+            )
+            rows.append([label, fmt.cell(task, workers), *cells, "met" if met else "missed", points])
+    header = ["table", "task, W", "co-winners stopped, by rank", "on its odds and distance", "at most 5%"]
+    header.append(f"90% right: race / `{DEFAULT}`")
     return fmt.table(header, rows)
 
 
@@ -302,25 +333,31 @@ def confirm() -> str:
 
 def default_choice() -> str:
     """The rule's standing of every candidate for the default, over every (table, task, W) its
-    replays hold, and the one it chose."""
-    choice = fmt.load("default-choice.json")
+    replays hold, and the one it chose: with transfer, and for a first sweep."""
     rows = []
-    for candidate, standing in choice["candidates"].items():
-        tables = ", ".join(dict.fromkeys(c["table"] for c in standing["cells"]))
-        median = standing["median_ratio_90"]
-        unmeasured = [c for c in standing["cells"] if c["random_never_right"]]
-        rows.append(
-            [
-                f"`{candidate}`" + (" (chosen)" if candidate == choice["chosen"] else ""),
-                fmt.of(standing["behind_random"], len(standing["cells"])),
-                "never, in half its cells or more" if median is None else fmt.times(median),
-                fmt.of(sum(c["hours_90"] is not None for c in unmeasured), len(unmeasured))
-                if unmeasured
-                else "none such",
-                tables,
-            ]
-        )
+    for said, name in (
+        ("with transfer", "default-choice.json"),
+        ("a first sweep", "default-choice-first.json"),
+    ):
+        choice = fmt.load(name)
+        for candidate, standing in choice["candidates"].items():
+            tables = ", ".join(dict.fromkeys(c["table"] for c in standing["cells"]))
+            median = standing["median_ratio_90"]
+            unmeasured = [c for c in standing["cells"] if c["random_never_right"]]
+            rows.append(
+                [
+                    said,
+                    f"`{candidate}`" + (" (chosen)" if candidate == choice["chosen"] else ""),
+                    fmt.of(standing["behind_random"], len(standing["cells"])),
+                    "never, in half its cells or more" if median is None else fmt.times(median),
+                    fmt.of(sum(c["hours_90"] is not None for c in unmeasured), len(unmeasured))
+                    if unmeasured
+                    else "none such",
+                    tables,
+                ]
+            )
     header = [
+        "default for",
         "candidate",
         "cells behind random",
         "median 90%-right point (B)",

@@ -37,8 +37,31 @@ from benchmarks.readme_search_tables import (
 )
 
 README = Path(__file__).parent / "README.md"
-PAGES = (README, Path(__file__).parent / "odds.md")  # the README and the generated pages it links
+PAGES = (
+    README,
+    *(Path(__file__).parent / page for page in ("odds.md", "replays.md")),
+)  # the README and the generated pages it links
 MARKED = re.compile(r"^<!-- table: (?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- /table -->$", re.M | re.S)
+
+
+GPU_FIGURES = ("gpu_acceptance-cuda-captured.json", "step_profile-cuda.json")  # the GPU tables' own
+
+
+def gpu_machine() -> str:
+    """Which machine the GPU tables were measured on, read from each file's `machine` (the pace
+    rule's from the files it was fitted to): a GPU figure compares only with one from the same GPU,
+    so the README names it from the files rather than in words that outlive a new run."""
+    fitted = [Path(name).name for name in fmt.load("gpu-pace-rule.json")["figures"]]
+    files: dict[str, list[str]] = {}
+    for name in (*GPU_FIGURES, *fitted):
+        document = fmt.load(name)
+        described = document["machine"]
+        where = (
+            f"one {described['gpu']} (CUDA {described['cuda']}, torch {document['versions']['torch']}, "
+            f"{described['cpus']} CPU cores)"
+        )
+        files.setdefault(where, []).append(f"`results/{name}`")
+    return "".join(f"Measured on {where}: {', '.join(names)}.\n" for where, names in files.items())
 
 
 def _acceptance() -> dict[str, Any]:
@@ -162,6 +185,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "tuning": tuning,
     "against": against,
     "confirm": confirm,
+    "gpu-machine": gpu_machine,
     "gpu-cells": gpu_cells,
     "gpu-trials": gpu_trials,
     "gpu-packing": gpu_packing,

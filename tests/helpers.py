@@ -47,6 +47,9 @@ def tiny_spec(name: str = "tiny", models: tuple[str, ...] = ("lstm", "gru"), **o
             "lr": {"float": [1e-3, 3e-2], "log": True},
         },
         "scheduler": {"name": "asha", "grace_period": 10, "reduction_factor": 2},
+        # the tests' sweeps draw their own first trials: the portfolio (tests/sweeper/run/search/
+        # test_portfolio.py) would ask every one for the same four configurations
+        "sampler": {"portfolio": False},
         # one trial at a time: one preloaded Ray worker instead of one per core
         "budget": {"trials": 4, "max_concurrent": 1},
         "seed": 0,

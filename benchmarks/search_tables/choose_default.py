@@ -4,17 +4,17 @@ The rule, over the replays of every recorded table (`replay --out`, one JSON per
 (table, task, W) they hold:
 1. a candidate is behind random in a cell where the 95% interval of its 90%-right point, in B,
    has its lower end above 1.0, or where it is never 90% right within the budget (no point, or no
-   lower end);
+   lower end); in a cell where random itself is never 90% right (no B), only where the candidate
+   is never 90% right either;
 2. among the candidates behind random in no cell, the default is the one with the lowest median
-   90%-right point over the cells (a cell where it is never right counts as infinite);
+   90%-right point over the cells with a B (a cell where it is never right counts as infinite);
 3. where every candidate is behind random somewhere, the one behind in the fewest cells, then by
    the same median; the result says so;
 4. between candidates equal on both (medians within 1e-9: replays of the same sweeps agree to about
-   1e-15, not exactly), the one 90% right in more of the cells where random itself never is: such
-   a cell has no B, so the rule counts it as behind and infinite for every candidate, and only
-   this tells apart those that were right there within their budget (`hours_90`).
-Step 4 and the reading below were added after the third table, where `transfer` and
-`transfer-indep` tied exactly on steps 1-3 and the choice fell to the order of `CANDIDATES`.
+   1e-15, not exactly), the one given first.
+The rule chooses twice: the default with transfer (`CANDIDATES`), and the default for a first
+sweep, whose database holds no other task to transfer from (`FIRST_CANDIDATES`: the searches a
+spec can set that need no other task's sweep, `first-sweep` the default's portfolio).
 A (recorded table, task, W) is read once, from the first replay given that holds the candidate
 there: a replay of a few strategies beside the full one (`--strategies`) adds its candidates, and
 repeats the others' cells (to about 1e-15: the sweeps are seeded alike).
@@ -26,6 +26,11 @@ figures no candidate was tuned on.
         benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \\
         benchmarks/results/search-indep.json benchmarks/results/search-hidden-indep.json \\
         benchmarks/results/search-algorithmic-indep.json --out benchmarks/results/default-choice.json
+    python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \
+        benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \
+        benchmarks/results/search-first.json benchmarks/results/search-hidden-first.json \
+        benchmarks/results/search-algorithmic-first.json --first \
+        --out benchmarks/results/default-choice-first.json
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks import figures_file
+
 CANDIDATES = ("default", "old", "points-judged", "transfer", "+points", "+tpe", "transfer-indep")
+FIRST_CANDIDATES = ("default", "points-judged", "+tpe", "points-indep", "first-sweep")
 
 
 def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, Any]]:
@@ -64,7 +72,9 @@ def cells(replays: dict[str, dict[str, Any]], candidate: str) -> list[dict[str, 
                         "W": key,
                         "ratio_90": ratio,
                         "lower": interval[0],
-                        "behind_random": ratio is None or interval[0] is None or interval[0] > 1.0,
+                        "behind_random": row.get("hours_90") is None
+                        if verdict.get("B_hours") is None
+                        else ratio is None or interval[0] is None or interval[0] > 1.0,
                         # no B: random itself is never 90% right there, so no point reads in B; the
                         # rule counts the cell as behind for every candidate, and this tells apart
                         # those that were 90% right within their budget all the same
@@ -82,8 +92,12 @@ def judged(replays: dict[str, dict[str, Any]], candidates: tuple[str, ...]) -> d
         mine = cells(replays, candidate)
         if not mine:
             continue
-        ratios = [c["ratio_90"] if c["ratio_90"] is not None else math.inf for c in mine]
-        median = statistics.median(ratios)
+        ratios = [
+            c["ratio_90"] if c["ratio_90"] is not None else math.inf
+            for c in mine
+            if not c["random_never_right"]
+        ]
+        median = statistics.median(ratios) if ratios else math.inf
         standings[candidate] = {
             "cells": mine,
             "behind_random": sum(c["behind_random"] for c in mine),
@@ -101,13 +115,7 @@ def judged(replays: dict[str, dict[str, Any]], candidates: tuple[str, ...]) -> d
     fewest = min(standings[c]["behind_random"] for c in standings)
     pool = [c for c in standings if standings[c]["behind_random"] == fewest]
     lowest = min(median(c) for c in pool)
-    tied = [c for c in pool if median(c) <= lowest + 1e-9]  # every infinite one ties with another
-    chosen = max(  # the first given among those equal here too
-        tied,
-        key=lambda c: sum(
-            x["random_never_right"] and x["hours_90"] is not None for x in standings[c]["cells"]
-        ),
-    )
+    chosen = next(c for c in pool if median(c) <= lowest + 1e-9)  # the first given among those equal
     return {
         "chosen": chosen,
         "behind_random_nowhere": standings[chosen]["behind_random"] == 0,
@@ -120,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("replays", nargs="+", type=Path, help="a replay's JSON per recorded table")
-    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    parser.add_argument(
+        "--candidates", nargs="+", help="default: CANDIDATES, or FIRST_CANDIDATES with --first"
+    )
+    parser.add_argument("--first", action="store_true", help="choose the default for a first sweep")
     parser.add_argument("--out", type=Path, help="write the choice and every candidate's cells here")
     args = parser.parse_args(argv)
     missing = [str(path) for path in args.replays if not path.is_file()]
@@ -129,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     replays = {path.stem: json.loads(path.read_text()) for path in args.replays}
     try:
-        result = judged(replays, tuple(args.candidates))
+        candidates = args.candidates or (FIRST_CANDIDATES if args.first else CANDIDATES)
+        result = judged(replays, tuple(candidates))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -150,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chosen: {result['chosen']} ({nowhere})")
     if args.out is not None:
         command = ["python", "-m", "benchmarks.search_tables.choose_default", *(argv or sys.argv[1:])]
-        args.out.write_text(
-            json.dumps({"command": shlex.join(command), **result}, indent=1, allow_nan=False) + "\n"
-        )
+        # read from the replays: the choice is theirs on any machine; named as every results file is
+        written = {"command": shlex.join(command), "machine": figures_file.machine("cpu"), **result}
+        args.out.write_text(json.dumps(written, indent=1, allow_nan=False) + "\n")
     return 0
 
 

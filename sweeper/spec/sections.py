@@ -33,7 +33,7 @@ class Sampler(Named):
         "configuration on every other task the study database holds a sweep of (not a grid's)",
     )
     portfolio: bool = Field(
-        False,
+        True,
         description="where transfer finds no other task in the study database, start each study "
         "from the portfolio learned from the project's recorded search tables instead",
     )
