@@ -345,6 +345,8 @@ def recorded_sweep(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "configs").symlink_to(root / "configs")
     spec = load_spec(root / "configs" / "denoise.yaml", "smoke")
+    # the two trials recorded below stand for those the searcher runs: none is asked for first
+    spec = spec.model_copy(update={"sampler": spec.sampler.model_copy(update={"portfolio": False})})
     store = Store(f"sqlite:///{(folder / 'sweeps' / 'sweeper.db').resolve()}")
     record = create_sweep(
         spec,

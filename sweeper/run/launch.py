@@ -192,9 +192,11 @@ def create_sweep(
         sname = study_name(name, spec.task.name, model)
         study = create_study(spec, store.optuna, sname, (first_trials or {}).get(model, ()))
         if spec.sampler.transfer:
-            enqueue_transferred(
-                study, opening_points(spec, model, sources_in_store(store, spec, model, name))
-            )
+            sources = sources_in_store(store, spec, model, name)
+            room = study_budget(spec, model) - len(
+                study.get_trials(deepcopy=False)
+            )  # after the papers' points
+            enqueue_transferred(study, opening_points(spec, model, sources, room))
         if priced is not None:
             mine = next(s for s in priced.studies if s.model == model)
             study.set_user_attr(PRICE_ATTR, {"worker_hours": list(mine.worker_hours), "source": mine.source})

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.run.search.transfer import Source, TransferPoint, sources_in_store, transferred_points
-from sweeper.spec.space import UnitTrial, grid_of, suggest_params
+from sweeper.spec.space import UnitTrial, grid_of, study_budget, suggest_params
 from sweeper.spec.sweep import SweepSpec
-from sweeper.store.database import NoDatabase, Store
+from sweeper.store.database import NoDatabase, Store, StoreError
 from sweeper.store.trial_record import PORTFOLIO_SOURCE
 
 SHIPPED = Path(__file__).with_name("portfolio.json")
@@ -50,29 +50,32 @@ def portfolio_points(
     return points
 
 
-def opening_points(spec: SweepSpec, model: str, sources: list[Source]) -> list[TransferPoint]:
+def opening_points(spec: SweepSpec, model: str, sources: list[Source], room: int) -> list[TransferPoint]:
     """What a study asks for after the papers' points under `sampler.transfer`: the other tasks'
-    best configurations where the database holds any, else the portfolio (unless turned off)."""
+    best configurations where the database holds any, else the portfolio (unless turned off); no
+    more than the `room` its budget leaves, so none is left waiting when the study ends."""
     points = transferred_points(spec, model, sources)
-    if points or not spec.sampler.portfolio:
-        return points
-    return portfolio_points(spec, model)
+    if not points and spec.sampler.portfolio:
+        points = portfolio_points(spec, model)
+    return points[: max(0, room)]
 
 
 def first_trials_text(spec: SweepSpec, storage_url: str | None) -> str:
     """What `--dry-run` says each study asks for after the papers' points, and from where: the
     other tasks' sweeps the database at `storage_url` holds, or the portfolio (a dry run creates
     no database: where there is none yet, there is no other task)."""
+    if not spec.sampler.transfer:
+        return "  first trials: the papers' points, then the sampler's own (sampler.transfer: false)"
     try:
         store = None if storage_url is None else Store(storage_url, create=False)
     except NoDatabase:
         store = None
-    if not spec.sampler.transfer:
-        return "  first trials: the papers' points, then the sampler's own (sampler.transfer: false)"
-    lines = ["  first trials, after the papers' points:"]
+    except StoreError as exc:  # the preflight names it; what the database holds is unknown here
+        return f"  first trials: unknown until the study database can be read ({exc})"
+    lines = ["  first trials, after the papers' points (at most the budget's):"]
     for model in spec.models:
         sources = [] if store is None else sources_in_store(store, spec, model, spec.name)
-        points = opening_points(spec, model, sources)
+        points = opening_points(spec, model, sources, study_budget(spec, model))
         if not points:
             lines.append(f"    {model}: none to transfer (the sampler's own)")
         elif points[0].label.startswith(PORTFOLIO_SOURCE):

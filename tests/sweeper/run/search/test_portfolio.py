@@ -45,13 +45,14 @@ def test_the_shipped_portfolio_covers_the_tables_models_in_their_order() -> None
 
 def test_other_tasks_sweeps_come_first_and_a_spec_turns_the_portfolio_off() -> None:
     spec = spec_of(lr={"float": [1e-4, 1e-2], "log": True})
-    assert opening_points(spec, "gru", [])[0].label.startswith(PORTFOLIO_SOURCE)
+    assert opening_points(spec, "gru", [], 4)[0].label.startswith(PORTFOLIO_SOURCE)
+    assert len(opening_points(spec, "gru", [], 2)) == 2  # no more than the budget leaves room for
     earlier = optuna.create_study()
     earlier.enqueue_trial({"lr": 1e-3})
     earlier.optimize(lambda t: t.suggest_float("lr", 1e-4, 1e-2, log=True), n_trials=1)
-    transferred = opening_points(spec, "gru", [Source("copying", "copying-1", earlier)])
+    transferred = opening_points(spec, "gru", [Source("copying", "copying-1", earlier)], 4)
     assert [p.label for p in transferred] == ["copying-1 trial 0 (copying)"]
-    assert opening_points(spec_of(portfolio=False), "gru", []) == []
+    assert opening_points(spec_of(portfolio=False), "gru", [], 4) == []
     grid = spec_of(lr={"grid": [1e-3, 1e-2]}, hidden_size=16)
     assert portfolio_points(grid, "gru", ENTRIES) == []
 
@@ -63,6 +64,8 @@ def test_a_dry_run_says_where_each_studys_first_trials_come_from(tmp_path: Path)
     assert "gru: the recorded tables' portfolio, 4 configurations" in text
     assert "gru: none to transfer" in first_trials_text(spec_of(portfolio=False), url)
     assert not (tmp_path / "none.db").exists()
+    unreachable = first_trials_text(spec_of(), "postgresql+psycopg2://nobody@127.0.0.1:9/none")
+    assert unreachable.startswith("  first trials: unknown until the study database can be read")
 
 
 def test_a_first_sweep_asks_for_the_portfolio_names_it_and_summarises_it_apart(tmp_path: Path) -> None:
@@ -74,6 +77,15 @@ def test_a_first_sweep_asks_for_the_portfolio_names_it_and_summarises_it_apart(t
     from sweeper.store.trial_record import TRANSFER_ATTR
 
     store = Store(f"sqlite:///{tmp_path / 'sweeper.db'}")
+    two = parse_spec(
+        yaml.safe_dump({**yaml.safe_load(spec_of().to_yaml()), "name": "two", "budget": {"trials": 2}}),
+        "t.yaml",
+    )
+    (short,) = create_sweep(
+        two, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path
+    ).studies
+    kept = optuna.load_study(study_name=short.study_name, storage=store.optuna).get_trials()
+    assert len(kept) == 2  # a budget of two asks for two: none left waiting when the study ends
     spec = spec_of(lr={"float": [1e-4, 1e-2], "log": True})
     record = create_sweep(spec, store, f"sqlite:///{tmp_path / 'mlflow.db'}", None, None, home=tmp_path)
     (study_record,) = record.studies
