@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -436,3 +436,22 @@ def add_queued_trials(study: object, walls: list[float], slots: int, recorded: b
         trial.datetime_start = suggested
         trial.datetime_complete = suggested + dt.timedelta(seconds=free[slot])
         study.add_trial(trial)  # type: ignore[attr-defined]
+
+
+def wait_until_healthy(base: str, process: subprocess.Popen, output: Callable[[], str]) -> None:
+    """Poll `base`/health until the server that `process` started answers 200 (90 s at most);
+    fail with its `output` if it exits or never answers."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        assert process.poll() is None, output()
+        assert time.monotonic() < deadline, f"the server did not come up: {output()}"
+        time.sleep(0.5)

@@ -83,18 +83,25 @@ def test_a_cell_random_never_gets_right_counts_behind_only_who_is_never_right_th
     assert [c["hours_90"] for c in old["cells"] if c["random_never_right"]] == [0.7, 0.7]
 
 
-def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
-    """A new replay that moves the choice fails here until the spec's defaults follow it, and a
-    choice not written again after its replays or the candidates changed fails too."""
+def committed_choice(name: str, candidates: tuple[str, ...]) -> dict:
+    """A committed choice, checked to be what the rule chooses again from the replays its command
+    names (a choice not written again after its replays or the candidates changed fails)."""
     root = Path(__file__).parents[3]
-    choice = json.loads((root / "benchmarks/results/default-choice.json").read_text())
+    choice = json.loads((root / "benchmarks/results" / name).read_text())
     words = shlex.split(choice["command"])
     files = [w for before, w in itertools.pairwise(words) if w.endswith(".json") and before != "--out"]
     replays = {Path(f).stem: json.loads((root / f).read_text()) for f in files}
-    again = choose_default.judged(replays, choose_default.CANDIDATES)
+    again = choose_default.judged(replays, candidates)
     assert json.loads(json.dumps(again)) == {
         k: v for k, v in choice.items() if k not in ("command", "machine")
     }
+    return choice
+
+
+def test_the_service_default_is_the_candidate_the_rule_chose() -> None:
+    """A new replay that moves the choice fails here until the spec's defaults follow it, and a
+    choice not written again after its replays or the candidates changed fails too."""
+    choice = committed_choice("default-choice.json", choose_default.CANDIDATES)
     chosen = STRATEGIES[choice["chosen"]]
     assert chosen.sampler != "old", "independent TPE is not a spec setting"
     sampler = Sampler()
@@ -145,13 +152,5 @@ def test_a_cell_is_read_once_and_an_exact_tie_goes_to_the_first_given() -> None:
 def test_a_first_sweeps_default_is_the_candidate_the_rule_chose_for_it() -> None:
     """The choice for a database without other tasks: the portfolio is on by default exactly when
     the rule chose `first-sweep` over the searches that need no other task's sweep."""
-    root = Path(__file__).parents[3]
-    choice = json.loads((root / "benchmarks/results/default-choice-first.json").read_text())
-    words = shlex.split(choice["command"])
-    files = [w for before, w in itertools.pairwise(words) if w.endswith(".json") and before != "--out"]
-    replays = {Path(f).stem: json.loads((root / f).read_text()) for f in files}
-    again = choose_default.judged(replays, choose_default.FIRST_CANDIDATES)
-    assert json.loads(json.dumps(again)) == {
-        k: v for k, v in choice.items() if k not in ("command", "machine")
-    }
+    choice = committed_choice("default-choice-first.json", choose_default.FIRST_CANDIDATES)
     assert Sampler().portfolio == (choice["chosen"] == "first-sweep")

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from optuna.trial import TrialState
 
 from sweeper.store.database import Store
 from tests.browser import CHROMIUM, Page, chromium_page, distinct_colours
-from tests.helpers import FinishedSweep, cli_env, free_port, run_cli
+from tests.helpers import FinishedSweep, cli_env, free_port, run_cli, wait_until_healthy
 
 # both read the session's `finished_sweep`, a launch on a real Ray
 pytestmark = [
@@ -118,17 +116,7 @@ def served_ui(finished_sweep: FinishedSweep, tmp_path: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"the MLflow UI did not come up: {log.read_text()}"
-            time.sleep(0.5)
+        wait_until_healthy(f"http://127.0.0.1:{port}", process, log.read_text)
         (url,) = [
             line.split(": ", 1)[1] for line in log.read_text().splitlines() if line.startswith("MLflow UI: ")
         ]

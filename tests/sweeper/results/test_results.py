@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 
 import optuna
@@ -15,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweeper.store.database import Store
-from tests.helpers import cli_env, free_port, run_cli
+from tests.helpers import cli_env, free_port, run_cli, wait_until_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -119,17 +118,7 @@ def test_ui_serves_the_experiment_parents_and_nested_trials(finished_sweep):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert process.poll() is None, process.stdout.read()
-            assert time.monotonic() < deadline, "the MLflow UI did not come up"
-            time.sleep(0.5)
+        wait_until_healthy(base, process, process.stdout.read)
         experiment = get_json(
             f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name={finished_sweep.name}"
         )
