@@ -115,11 +115,11 @@ class Race:
             return
         ranked = sorted(self.contenders(), key=self._rank)
         leader = ranked[0]
-        said = self.odds(alive)
+        trials = complete_trials(alive)
+        said = trial_odds(trials, self.mode)
         chances = {} if said is None else said.p_level
         behind = {} if said is None else margins_behind(said, self.mode)
-        complete = {p.model: len(own_trials(p.study, (TrialState.COMPLETE,))) for p in alive}
-        thin = few_draws(complete, self.searched, leader.model)
+        thin = few_draws({m: len(done) for m, done in trials.items()}, self.searched, leader.model)
         worse = ranked[math.ceil(len(ranked) / 2) :]
         unfinished = [p for p in worse if p.model not in chances]
         beaten = [
@@ -161,8 +161,7 @@ class Race:
         """The verdict's own odds on the plans' complete trials: each model's stated chance that
         its true value lies within the tie margin of the best (`p_level`; none for a model without
         a complete trial)."""
-        trials = {p.model: own_trials(p.study, (TrialState.COMPLETE,)) for p in plans}
-        return trial_odds(trials, self.mode)
+        return trial_odds(complete_trials(plans), self.mode)
 
     def _allot(self) -> None:
         """Each plan's budget: what it ran once stopped; the next rung, or the rest shared."""
@@ -202,6 +201,11 @@ class Race:
         if plan.best is None:
             return (True, 0.0)
         return (False, plan.best if self.mode == "min" else -plan.best)
+
+
+def complete_trials(plans: list[Raced]) -> dict[str, list[optuna.trial.FrozenTrial]]:
+    """Each plan's own complete trials: what the race's odds and its count of draws read."""
+    return {p.model: own_trials(p.study, (TrialState.COMPLETE,)) for p in plans}
 
 
 def margins_behind(said: Odds, mode: str) -> dict[str, float]:
