@@ -1,6 +1,7 @@
 """One sweep replayed against the recorded table on a simulated clock with W workers.
 
 The search is the service's own: the studies `create_study` makes (papers' points enqueued),
+priced as a launch prices them (each model's median recorded run, where the launch times it),
 warm-started by `warm_start_study`, served by the `MultiStudySearcher` that `searcher_over`
 builds (its samplers, startup trials and race), and stopped by the per-model ASHA of
 `make_scheduler`. Only Ray's trial runner is replaced, by an event queue that calls the
@@ -49,7 +50,8 @@ from sweeper.run.search.pruning import make_scheduler
 from sweeper.run.search.transfer import Source, enqueue_transferred, transferred_points
 from sweeper.run.search.warm_start import warm_start_study
 from sweeper.spec.rungs import rungs
-from sweeper.store.trial_record import PAPER_POINT_ATTR
+from sweeper.spec.space import study_budget
+from sweeper.store.trial_record import PAPER_POINT_ATTR, PRICE_ATTR
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,11 @@ class Replay:
         self.studies = {
             m: create_study(self.spec, storage, f"{task}-{m}", first.get(m, ())) for m in self.spec.models
         }
+        for model, study in self.studies.items() if self.strategy.priced else ():
+            # the launch's price, as the table gives it: the model's median recorded run
+            run = float(np.nanmedian(self.curves[model].seconds[:, :, -1]))
+            hours = run * study_budget(self.spec, model) / 3600
+            study.set_user_attr(PRICE_ATTR, {"worker_hours": [hours, hours], "source": "the table"})
         for model, study in self.studies.items() if self.strategy.transfer else ():
             sources = [
                 Source(t, t, studies[model])

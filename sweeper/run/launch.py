@@ -282,6 +282,7 @@ def searcher_over(
                 study_budget(spec, model),
                 spec.budget.iterations,
                 spec.budget.study_time,
+                trial_hours=priced_trial_hours(study, study_budget(spec, model)),
             )
         )
     searcher = MultiStudySearcher(spec, plans, tracker, experiment_id)
@@ -296,6 +297,16 @@ def searcher_over(
                 if plan.study.user_attrs.get(attr) is not None:
                     plan.study.set_user_attr(attr, None)
     return searcher
+
+
+def priced_trial_hours(study: optuna.Study, budget: int) -> float:
+    """A trial's worker-hours by the price the launch kept on `study` (the middle of its range,
+    over its budget's trials); 0 where the sweep started unpriced."""
+    price = study.user_attrs.get(PRICE_ATTR)
+    if not price or budget <= 0:
+        return 0.0
+    low, high = price["worker_hours"]
+    return (low + high) / 2 / budget
 
 
 def withdrawn_allocation(spec: SweepSpec) -> str | None:

@@ -75,6 +75,7 @@ class StudyPlan:
     best: float | None = None
     steps: int = 0  # training steps of finished trials
     seconds: float = 0.0  # their own time in their workers (`worker_seconds`), what `time_budget` caps
+    trial_hours: float = 0.0  # a trial's worker-hours as the launch's price put them (0: unpriced)
 
     @property
     def name(self) -> str:
@@ -125,11 +126,13 @@ class MultiStudySearcher(ResultRecorder):
                         plan.best = self.better(plan.best, frozen.value)
 
     def _next_plan(self) -> StudyPlan | None:
-        """The open study least far through its budget, so models advance together."""
+        """The open study least far through its budget, so models advance together; among those
+        as far through, the dearest trial first, so that the cheap ones fill the slots the dear
+        ones leave and every model completes a trial soon (longest first, by the price)."""
         open_plans = [p for p in self.plans if p.remaining > 0]
         if not open_plans:
             return None
-        return min(open_plans, key=lambda p: (p.done + p.running) / p.budget)
+        return min(open_plans, key=lambda p: ((p.done + p.running) / p.budget, -p.trial_hours))
 
     @database_guarded(default=Searcher.FINISHED)
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:

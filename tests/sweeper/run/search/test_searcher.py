@@ -11,9 +11,10 @@ import yaml
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
+from sweeper.run.launch import searcher_over
 from sweeper.run.search.searcher import MultiStudySearcher, StudyPlan
 from sweeper.spec.loading import parse_spec
-from sweeper.store.trial_record import INTERRUPTED_ATTR, trial_seed
+from sweeper.store.trial_record import INTERRUPTED_ATTR, PRICE_ATTR, trial_seed
 from tests.helpers import add_queued_trials, tiny_spec
 
 
@@ -66,6 +67,28 @@ def test_studies_are_interleaved_and_budgets_end_the_search():
     models = [searcher.suggest(f"t{i}")["model"] for i in range(4)]
     assert sorted(models[:2]) == ["gru", "lstm"] and sorted(models[2:]) == ["gru", "lstm"]
     assert searcher.suggest("t4") is Searcher.FINISHED
+
+
+def test_among_models_as_far_through_the_dearest_trial_starts_first():
+    """Longest first: the cheap model's trials fill the slot the dear one leaves, so every model
+    completes a trial sooner; unpriced studies keep the spec's order."""
+    searcher, plans, _ = make(trials=2, models=("lstm", "gru", "goru"))
+    for plan, hours in zip(plans, (0.01, 0.03, 0.02), strict=True):
+        plan.trial_hours = hours
+    assert [searcher.suggest(f"t{i}")["model"] for i in range(4)] == ["gru", "goru", "lstm", "gru"]
+    unpriced, _, _ = make(trials=2, models=("lstm", "gru", "goru"))
+    assert [unpriced.suggest(f"t{i}")["model"] for i in range(3)] == ["lstm", "gru", "goru"]
+
+
+def test_the_searcher_reads_each_study_s_price_as_the_launch_kept_it():
+    spec = parse_spec(yaml.safe_dump(tiny_spec(models=("lstm", "gru"), budget={"trials": 4})), "t.yaml")
+    storage = optuna.storages.InMemoryStorage()
+    for model in spec.models:
+        optuna.create_study(study_name=model, storage=storage)
+    priced = optuna.load_study(study_name="gru", storage=storage)
+    priced.set_user_attr(PRICE_ATTR, {"worker_hours": [1.0, 3.0], "source": "measured here"})
+    plans = searcher_over(spec, storage, [(m, m, None) for m in spec.models]).plans
+    assert {p.model: p.trial_hours for p in plans} == {"lstm": 0.0, "gru": pytest.approx(0.5)}
 
 
 def test_full_run_is_complete_with_the_best_attained_value():
