@@ -1,5 +1,6 @@
 """Start-up of the read-side commands: `sweeper --help`, `status`, `list`, `summarize`, against
-`python -c "import click"` (the floor of any Click program) measured in the same run.
+`python -c "import click"` (the floor of any Click program) measured in the same run, and the
+machine's pace (10^7 empty loop iterations).
 
 Each command runs as a new process, as a user runs it, against a study database holding one
 finished sweep of two studies (written here, without Ray). `--before DIR` times a second
@@ -83,6 +84,18 @@ def timed(command: list[str], checkout: Path, cwd: Path, runs: int) -> list[floa
     return times
 
 
+def loop_seconds(runs: int) -> float:
+    """The median time of 10^7 empty loop iterations here: the machine's pace, so start-ups
+    timed on machines of different speed can be set side by side."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        for _ in range(10**7):
+            pass
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -130,6 +143,9 @@ def main() -> None:
                 for c in ("now", "before")
             )
             print(f"{name}: {before['median_s'] / now['median_s']:.2f}x faster than before")
+    loop = loop_seconds(args.runs)
+    print(f"10^7 empty loop iterations: {loop:.2f} s")
+    figures.append({"checkout": "machine", "command": "10^7 empty loop iterations", "median_s": loop})
     figures_file.write("startup", "cpu", figures)
 
 

@@ -126,13 +126,19 @@ class MultiStudySearcher(ResultRecorder):
                         plan.best = self.better(plan.best, frozen.value)
 
     def _next_plan(self) -> StudyPlan | None:
-        """The open study least far through its budget, so models advance together; among those
-        as far through, the dearest trial first, so that the cheap ones fill the slots the dear
-        ones leave and every model completes a trial soon (longest first, by the price)."""
+        """The open study least far through its budget, so models advance together. Among the
+        studies yet to start a trial, the dearest by the price goes first, so the cheap ones fill
+        the slots it leaves and every model completes a trial soon (longest first); after that,
+        the spec's order, since a dear model first at every tie would delay the cheap ones'."""
         open_plans = [p for p in self.plans if p.remaining > 0]
         if not open_plans:
             return None
-        return min(open_plans, key=lambda p: ((p.done + p.running) / p.budget, -p.trial_hours))
+
+        def key(plan: StudyPlan) -> tuple[float, float]:
+            started = plan.done + plan.running
+            return started / plan.budget, -plan.trial_hours if started == 0 else 0.0
+
+        return min(open_plans, key=key)
 
     @database_guarded(default=Searcher.FINISHED)
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:

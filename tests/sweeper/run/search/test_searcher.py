@@ -69,13 +69,15 @@ def test_studies_are_interleaved_and_budgets_end_the_search():
     assert searcher.suggest("t4") is Searcher.FINISHED
 
 
-def test_among_models_as_far_through_the_dearest_trial_starts_first():
-    """Longest first: the cheap model's trials fill the slot the dear one leaves, so every model
-    completes a trial sooner; unpriced studies keep the spec's order."""
+def test_the_dearest_model_starts_first_and_later_trials_keep_the_spec_s_order():
+    """Longest first: the cheap models' first trials fill the slots the dear one leaves, so every
+    model completes a trial sooner; once each has started, a dear model first at every tie would
+    delay the cheap ones' trials. Unpriced studies keep the spec's order."""
     searcher, plans, _ = make(trials=2, models=("lstm", "gru", "goru"))
     for plan, hours in zip(plans, (0.01, 0.03, 0.02), strict=True):
         plan.trial_hours = hours
-    assert [searcher.suggest(f"t{i}")["model"] for i in range(4)] == ["gru", "goru", "lstm", "gru"]
+    order = [searcher.suggest(f"t{i}")["model"] for i in range(6)]
+    assert order == ["gru", "goru", "lstm", "lstm", "gru", "goru"]
     unpriced, _, _ = make(trials=2, models=("lstm", "gru", "goru"))
     assert [unpriced.suggest(f"t{i}")["model"] for i in range(3)] == ["lstm", "gru", "goru"]
 
