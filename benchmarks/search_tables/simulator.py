@@ -153,8 +153,10 @@ class Replay:
         storage = optuna.storages.InMemoryStorage()
         first = papers(task, table.settings, self.spec) if self.spec.sampler.paper_points else {}
         self.trace.paper_points = sum(len(points) for points in first.values())
+        late = self.strategy.points_last  # the papers' points after the opening points
         self.studies = {
-            m: create_study(self.spec, storage, f"{task}-{m}", first.get(m, ())) for m in self.spec.models
+            m: create_study(self.spec, storage, f"{task}-{m}", () if late else first.get(m, ()))
+            for m in self.spec.models
         }
         for model, study in self.studies.items() if self.strategy.priced else ():
             # the launch's price, as the table gives it: the model's median recorded run
@@ -174,6 +176,8 @@ class Replay:
             else:
                 points = transferred_points(self.spec, model, sources)
             enqueue_transferred(study, points)
+            for label, params in first.get(model, ()) if late else ():
+                study.enqueue_trial(params, user_attrs={PAPER_POINT_ATTR: label}, skip_if_exists=True)
         if self.strategy.warm and earlier is not None:
             for model, study in self.studies.items():
                 self.trace.reused += warm_start_study(

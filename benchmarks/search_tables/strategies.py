@@ -29,6 +29,7 @@ class Strategy:
     transfer: bool = False  # first the other tasks' best configurations, from their earlier sweeps
     multivariate: bool = True  # TPE models the values jointly (`sampler.multivariate`), else each alone
     first: bool = False  # a lab's first sweep: no other task's sweep to transfer from, so the portfolio
+    points_last: bool = False  # the papers' points after the transferred or portfolio points, not before
     priced: bool = True  # priced at launch, so the dearest model's trial starts first (`--no-price`: not)
 
     @property
@@ -61,6 +62,10 @@ STRATEGIES = {  # in the order they run: the comparison that matters most first
     "points-indep": Strategy("tpe", paper_points=True, multivariate=False),
     # the default in a database that holds no other task: the recorded tables' portfolio instead
     "first-sweep": Strategy("tpe", paper_points=True, transfer=True, multivariate=False, first=True),
+    # the benchmark's own variants of a first sweep: its papers' points last, and unpriced (`--no-price`)
+    "first-points-last": Strategy(
+        "tpe", paper_points=True, transfer=True, multivariate=False, first=True, points_last=True
+    ),
     "first-unpriced": Strategy(
         "tpe", paper_points=True, transfer=True, multivariate=False, first=True, priced=False
     ),
