@@ -45,6 +45,17 @@ def machine(device: str) -> dict[str, Any]:
     return described
 
 
+def command_line() -> str:
+    """The command as a user types it from the project's root: `python -m benchmarks.<script> ...`
+    (Python puts the module's full path in `sys.argv[0]`, which names this machine's folders)."""
+    script = Path(sys.argv[0]).resolve()
+    root = Path(__file__).resolve().parent.parent
+    if script.is_relative_to(root) and script.suffix == ".py":
+        module = ".".join(script.relative_to(root).with_suffix("").parts)
+        return " ".join(["python", "-m", module, *sys.argv[1:]])
+    return " ".join(["python", *sys.argv])
+
+
 def write(name: str, device: str, figures: Any, out: Path | None = None) -> Path:
     """Write `figures` with the device, versions, date and command line; return the file's path."""
     path = out or RESULTS / f"{name}.json"
@@ -52,7 +63,7 @@ def write(name: str, device: str, figures: Any, out: Path | None = None) -> Path
     document = {
         "benchmark": name,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python", *sys.argv]),
+        "command": command_line(),
         "machine": machine(device),
         "versions": versions(),
         "figures": figures,

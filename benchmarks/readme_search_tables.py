@@ -14,16 +14,11 @@ SEARCH_TABLES = {  # each recorded table's replay
     "third": "search-algorithmic.json",
 }
 DEFAULT = "transfer-indep"  # the service's default search, replayed beside `default` in its own run
-FIRST = "first-sweep"  # the default where the database holds no other task: the portfolio instead
-OWN_RUNS = {  # strategies replayed after the full replays, on the same paired seeds, in runs of their own
-    DEFAULT: ("-indep.json", "the service's default"),
-    FIRST: ("-first.json", "the default in a database without other tasks"),
-}
 TASKS = ("copying", "denoise")  # the tasks of the first two tables, which `search-tuning.json` retuned on
 CELLS = tuple((task, workers) for task in TASKS for workers in (4, 8))
 
 
-def _replay_cells(replay: dict[str, Any]) -> list[tuple[str, int]]:
+def replay_cells(replay: dict[str, Any]) -> list[tuple[str, int]]:
     """A replay's (task, W), in its own order: each table holds its own tasks."""
     return [
         (task, int(key.removeprefix("W=")))
@@ -63,65 +58,12 @@ def recorded_tables() -> str:
     return fmt.table([*header, "runs recorded"], rows)
 
 
-def _b_text(cell: dict[str, Any]) -> str:
-    return "none: random never 90% right" if cell["B_hours"] is None else fmt.sig(cell["B_hours"])
-
-
-def _floors_text(cell: dict[str, Any]) -> str:
-    """The floors in B, or in worker-hours where random never gives a B."""
-    hours = (cell["floor"]["any_sweep"], cell["floor"]["busy_sweep"], cell["racing_floor_hours"])
-    if cell["B_hours"] is None:
-        return " / ".join(f"{fmt.sig(h)} h" for h in hours)
-    return " / ".join(fmt.times(h / cell["B_hours"]) for h in hours)
-
-
-def replayed(label: str) -> str:
-    """One table's replay: per (task, W) its B and floors, the scale every point is read on, then
-    each strategy's 90%-right point in B with its interval and standing against the default (in
-    hours where random is never 90% right, so that there is no B), and for a race that dropped
-    models, the drops that stopped a true co-winner of all its drops."""
-    replay = fmt.load(SEARCH_TABLES[label])
-    cells = [replay["tasks"][t][f"W={w}"] for t, w in _replay_cells(replay)]
-    rows = [
-        ["B (worker-hours)", *(_b_text(c) for c in cells)],
-        ["floors: any sweep / W busy / racing", *(_floors_text(c) for c in cells)],
-    ]
-
-    def figure(row: dict[str, Any], b_hours: float | None) -> str:
-        standing = (row.get("versus_default") or {}).get("standing")
-        if b_hours is not None:
-            point = fmt.point(row["ratio_90"], row["ratio_90_interval"])
-        else:  # no B to read it in: the hours themselves
-            point = "never" if row["hours_90"] is None else f"{fmt.sig(row['hours_90'])} h"
-        if standing is not None:
-            point += f", {standing}"
-        dropped = row["drops"]
-        return point + (
-            f"; {fmt.of(dropped['co_winners_dropped'], dropped['drops'])}" if dropped["drops"] else ""
-        )
-
-    for strategy in cells[0]["strategies"]:
-        rows.append([f"`{strategy}`", *(figure(c["strategies"][strategy], c["B_hours"]) for c in cells)])
-    for strategy, (suffix, said) in OWN_RUNS.items():  # the same paired seeds, so the same random and B
-        own = fmt.load(SEARCH_TABLES[label].replace(".json", suffix))
-        rows.append(
-            [
-                f"`{strategy}` ({said})",
-                *(
-                    figure(own["tasks"][t][f"W={w}"]["strategies"][strategy], c["B_hours"])
-                    for (t, w), c in zip(_replay_cells(replay), cells, strict=True)
-                ),
-            ]
-        )
-    return fmt.table([f"{label} table", *(fmt.cell(t, w) for t, w in _replay_cells(replay))], rows)
-
-
 def odds() -> str:
     """How often verdicts stating P >= 0.9 were right, over each task's calibration problems."""
     rows = []
     for label, name in SEARCH_TABLES.items():
         replay = fmt.load(name)
-        for task in dict(_replay_cells(replay)):
+        for task in dict(replay_cells(replay)):
             calibration = replay["tasks"][task]["calibration"]
             stated = calibration["stated_at_least_0.9"]
             rows.append(
@@ -198,7 +140,7 @@ def race_drops() -> str:
     rows = []
     for label, name in SEARCH_TABLES.items():
         before, after = fmt.load(name)["tasks"], fmt.load(OFFERED_REPLAYS[label])["tasks"]
-        for task, workers in _replay_cells(fmt.load(name)):
+        for task, workers in replay_cells(fmt.load(name)):
             cells = []
             for tasks, strategy in ((before, "race"), (after, "race-indep")):
                 drops = tasks[task][f"W={workers}"]["strategies"][strategy]["drops"]

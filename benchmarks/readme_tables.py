@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import benchmarks.readme_format as fmt
+from benchmarks.readme_replays import NOW, current, replayed
 from benchmarks.readme_search_tables import (
     SEARCH_TABLES,
     against,
@@ -30,7 +31,6 @@ from benchmarks.readme_search_tables import (
     odds_summary,
     race_drops,
     recorded_tables,
-    replayed,
     side_by_side,
     sizes,
     tuning,
@@ -177,6 +177,7 @@ def startup() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "recorded-tables": recorded_tables,
     **{f"replayed-{label}": functools.partial(replayed, label) for label in SEARCH_TABLES},
+    **{f"now-{label}": functools.partial(current, label) for label in NOW},
     "odds": odds,
     "odds-offered": odds_offered,
     "odds-summary": odds_summary,

@@ -22,15 +22,14 @@ Each task is judged by the replay with every choice made without it (the verdict
 learned on the other tasks; a transfer's earlier sweeps are the other tasks'), so the rule picks on
 figures no candidate was tuned on.
 
-    python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \\
-        benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \\
-        benchmarks/results/search-indep.json benchmarks/results/search-hidden-indep.json \\
-        benchmarks/results/search-algorithmic-indep.json --out benchmarks/results/default-choice.json
-    python -m benchmarks.search_tables.choose_default benchmarks/results/search.json \
-        benchmarks/results/search-hidden.json benchmarks/results/search-algorithmic.json \
-        benchmarks/results/search-first.json benchmarks/results/search-hidden-first.json \
-        benchmarks/results/search-algorithmic-first.json --first \
-        --out benchmarks/results/default-choice-first.json
+    python -m benchmarks.search_tables.choose_default benchmarks/results/search-offered.json \\
+        benchmarks/results/search-hidden-offered.json benchmarks/results/search-algorithmic-offered.json \\
+        benchmarks/results/search-candidates.json benchmarks/results/search-hidden-candidates.json \\
+        benchmarks/results/search-algorithmic-candidates.json --out benchmarks/results/default-choice.json
+    python -m benchmarks.search_tables.choose_default benchmarks/results/search-first.json \\
+        benchmarks/results/search-hidden-first.json benchmarks/results/search-algorithmic-first.json \\
+        benchmarks/results/search-candidates.json benchmarks/results/search-hidden-candidates.json \\
+        benchmarks/results/search-algorithmic-candidates.json --first --out benchmarks/results/default-choice-first.json
 """
 
 from __future__ import annotations

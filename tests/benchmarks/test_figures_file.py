@@ -26,12 +26,6 @@ NO_MACHINE_YET = {
     "search-indep.json",
     "search-hidden-indep.json",
     "search-algorithmic-indep.json",
-    "search-offered.json",
-    "search-hidden-offered.json",
-    "search-algorithmic-offered.json",
-    "search-first.json",
-    "search-hidden-first.json",
-    "search-algorithmic-first.json",
     "search-against.json",
     "search-clock.json",
     # their scripts name it now; to be written again from the replays above
@@ -73,3 +67,11 @@ def test_the_machine_names_the_cpu_by_its_model() -> None:
     machine = figures_file.machine("cpu")
     assert machine["device"] == "cpu" and machine["cpus"] >= 1
     assert machine["cpu"] == machine_name()  # /proc/cpuinfo's model name, not only "x86_64"
+
+
+def test_the_command_is_written_as_typed_from_the_root_naming_no_folder_of_this_machine(monkeypatch) -> None:
+    script = Path(figures_file.__file__).parent / "overheads" / "startup.py"
+    monkeypatch.setattr("sys.argv", [str(script), "--runs", "7"])
+    assert figures_file.command_line() == "python -m benchmarks.overheads.startup --runs 7"
+    monkeypatch.setattr("sys.argv", ["-c", "--runs", "7"])
+    assert figures_file.command_line() == "python -c --runs 7"
