@@ -25,7 +25,10 @@ def race(
 ):
     budget = {"trials": trials, "allocate": "race", "race_rung": rung, "race_exempt": list(exempt)}
     spec = parse_spec(dump_spec(tiny_spec(models=models, budget=budget)), "s.yaml")
-    studies = studies or {m: optuna.create_study(study_name=m) for m in models}
+    studies = studies or {  # seeded as a sweep's are, so the configurations and the odds on them repeat
+        m: optuna.create_study(study_name=m, sampler=optuna.samplers.TPESampler(seed=k))
+        for k, m in enumerate(models)
+    }
     plans = [StudyPlan(studies[m], m, None, trials) for m in models]
     searcher = MultiStudySearcher(spec, plans, None, None)
     searched = {m: searched_count(spec, m) for m in models}
