@@ -174,6 +174,27 @@ def startup() -> str:
     return f"{table}\nOn the machine that timed them, 10^7 empty loop iterations took {loop:.2f} s.\n"
 
 
+def suite_cpu() -> str:
+    """The suite's wall time and cores busy, machine-wide and in pytest's own processes, and the
+    test modules that took the most CPU."""
+    document = fmt.load("suite-cpu.json")
+    f = document["figures"]
+    rows = [
+        [
+            "the whole suite",
+            f"{f['wall_s']:.0f} s",
+            f"{f['cpu_s']:.0f}",
+            f"{f['cores_busy']:.2f} of {f['cores']} ({f['cores_busy_before']:.2f} before it ran)",
+            f"{f['pytest_tree_cores_busy']:.2f}",
+        ],
+        *(["`" + m["module"] + "`", "", f"{m['cpu_s']:.0f}", "", ""] for m in f["modules"][:4]),
+    ]
+    table = fmt.table(["", "wall", "CPU-s", "cores busy", "in pytest's processes"], rows)
+    said = f"On {document['machine']['cpu']} (10^7 empty loop iterations: {f['loop_s']:.2f} s); "
+    said += f"{f['unattributed_cpu_s']:.0f} CPU-s went where no test ran (collection, starts, gaps)."
+    return f"{table}\n{said}\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "recorded-tables": recorded_tables,
     **{f"replayed-{label}": functools.partial(replayed, label) for label in SEARCH_TABLES},
@@ -194,6 +215,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "gpu-packing": gpu_packing,
     "price": price,
     "startup": startup,
+    "suite-cpu": suite_cpu,
 }
 
 
