@@ -11,7 +11,9 @@ import importlib.metadata
 import json
 import os
 import platform
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,17 @@ def machine(device: str) -> dict[str, Any]:
         described["gpu"] = torch.cuda.get_device_name(torch.device(device))
         described["cuda"] = torch.version.cuda
     return described
+
+
+def loop_seconds(runs: int = 1) -> float:
+    """The median time of 10^7 empty loop iterations at module level, as `python -c` runs them:
+    the machine's pace, so timings made on machines of different speed can be set side by side."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        exec("for _ in range(10**7): pass", {})
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def command_line() -> str:

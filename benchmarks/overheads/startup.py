@@ -84,17 +84,6 @@ def timed(command: list[str], checkout: Path, cwd: Path, runs: int) -> list[floa
     return times
 
 
-def loop_seconds(runs: int) -> float:
-    """The median time of 10^7 empty loop iterations here: the machine's pace, so start-ups
-    timed on machines of different speed can be set side by side."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        exec("for _ in range(10**7): pass", {})  # at module level, as `python -c` runs it
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -142,7 +131,7 @@ def main() -> None:
                 for c in ("now", "before")
             )
             print(f"{name}: {before['median_s'] / now['median_s']:.2f}x faster than before")
-    loop = loop_seconds(args.runs)
+    loop = figures_file.loop_seconds(args.runs)
     print(f"10^7 empty loop iterations: {loop:.2f} s")
     figures.append({"checkout": "machine", "command": "10^7 empty loop iterations", "median_s": loop})
     figures_file.write("startup", "cpu", figures)

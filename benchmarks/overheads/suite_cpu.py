@@ -27,9 +27,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks import figures_file
+from benchmarks.overheads.suite_timeline import TIMELINE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMELINE_ENV = "SUITE_TIMELINE_DIR"  # where the plugin writes each worker's test spans
 
 
 def cpu_jiffies() -> tuple[int, int]:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_s": busy * wall,
         "pytest_tree_cpu_s": tree,
         "pytest_tree_cores_busy": tree / wall,
-        "loop_s": loop_seconds(),
+        "loop_s": figures_file.loop_seconds(),
         "modules": [{"module": m, "cpu_s": s} for m, s in ranked],
         # collection, the workers' start and the gaps between tests, where no test ran
         "unattributed_cpu_s": busy * wall - sum(modules.values()),
@@ -145,13 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {figures['unattributed_cpu_s']:7.0f} CPU-s  while no test ran (collection, starts, gaps)")
     figures_file.write("suite-cpu", "cpu", figures, args.out)
     return done.returncode
-
-
-def loop_seconds() -> float:
-    """10^7 empty loop iterations at module level, as `python -c` runs them: the machine's pace."""
-    started = time.perf_counter()
-    exec("for _ in range(10**7): pass", {})
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

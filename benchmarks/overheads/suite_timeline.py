@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+TIMELINE_ENV = "SUITE_TIMELINE_DIR"  # the folder each worker writes its tests' spans to
+
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    folder = os.environ.get("SUITE_TIMELINE_DIR")
+    folder = os.environ.get(TIMELINE_ENV)
     if folder is None or getattr(report, "node", None) is not None:  # xdist's controller: a worker wrote it
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")

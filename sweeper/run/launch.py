@@ -274,15 +274,16 @@ def searcher_over(
         drawn = sampler_text(spec, model, papers)
         study.set_user_attr(SAMPLER_ATTR, drawn)
         log.info("study %s samples with %s", name, drawn)
+        budget = study_budget(spec, model)
         plans.append(
             StudyPlan(
                 study,
                 model,
                 parent_run_id,
-                study_budget(spec, model),
+                budget,
                 spec.budget.iterations,
                 spec.budget.study_time,
-                trial_hours=priced_trial_hours(study, study_budget(spec, model)),
+                trial_hours=priced_trial_hours(study, budget),
             )
         )
     searcher = MultiStudySearcher(spec, plans, tracker, experiment_id)
