@@ -24,7 +24,10 @@ def test_each_second_s_cpu_is_shared_among_the_tests_running_in_it() -> None:
 @pytest.mark.slow
 def test_a_run_writes_its_wall_cores_and_each_module_s_cpu(tmp_path: Path) -> None:
     busy = tmp_path / "test_busy.py"
-    busy.write_text("def test_spins():\n    total = 0\n    for i in range(10**8):\n        total += i\n")
+    busy.write_text(  # two seconds of one core, on a machine of any speed
+        "import time\n\ndef test_spins():\n    start = time.process_time()\n"
+        "    while time.process_time() - start < 2.0:\n        pass\n"
+    )
     out = tmp_path / "suite-cpu.json"
     assert suite_cpu.main(["--out", str(out), "--idle-seconds", "1", "--", str(busy), "-n", "0"]) == 0
     figures = json.loads(out.read_text())["figures"]
